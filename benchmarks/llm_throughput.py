@@ -1,0 +1,194 @@
+"""Throughput of the LLM layer, and the local models' speed and judge quality.
+
+Prints:
+  1. N structured calls against the fake server (fixed latency L) at concurrency C: wall time next to
+     the ideal N*L/C (ratio), then the same batch again from the cache (provider calls counted).
+  2. The local provider's per-call time next to raw llama_cpp on the same prompt (ratio).
+  3. With --judge: per-call seconds of each local model on a ~800-token judge prompt, and a yes/no
+     hallucination judgement on 20 HaluEval items (greedy verdict vs P(yes) from logprobs).
+
+Usage:
+    python benchmarks/llm_throughput.py --n 200 --latency 0.05 --concurrency 8
+    python benchmarks/llm_throughput.py --skip-fake --judge --models smollm2-135m-instruct qwen2.5-0.5b-instruct
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+os.environ.setdefault("RAGWATCH_CACHE_DIR", tempfile.mkdtemp(prefix="ragwatch-bench-"))
+
+from ragwatch.llm import LLMClient, LLMSettings  # noqa: E402
+from ragwatch.llm.logprobs import yes_probability  # noqa: E402
+from tests.fake_llm_server import FakeLLMServer  # noqa: E402
+
+HALUEVAL = Path("/work/shared/data/halueval/general_data.jsonl")
+
+
+class Answer(BaseModel):
+    answer: str
+
+
+class Verdict(BaseModel):
+    verdict: Literal["yes", "no"]
+
+
+def bench_fake(n: int, latency: float, concurrency: int) -> None:
+    prompts = [f"structured question {i}" for i in range(n)]
+    with FakeLLMServer(latency_s=latency) as server, tempfile.TemporaryDirectory() as cache:
+        settings = LLMSettings(
+            model="openai/fake", api_base=server.base_url, concurrency=concurrency, cache_dir=cache
+        )
+        LLMClient(settings.model_copy(update={"cache": False})).generate("warm up litellm's lazy imports")
+        server.reset_counts()
+        client = LLMClient(settings)
+        started = time.perf_counter()
+        gens = client.generate_many(prompts, schema=Answer)
+        wall = time.perf_counter() - started
+        ideal = n * latency / concurrency
+        ok = sum(g.ok for g in gens)
+        print(
+            f"fake server: N={n} L={latency}s C={concurrency}: wall {wall:.2f}s, ideal {ideal:.2f}s, "
+            f"ratio {wall / ideal:.2f}, ok {ok}/{n}, provider calls {server.calls}, "
+            f"peak in flight {server.peak_in_flight}"
+        )
+        server.reset_counts()
+        started = time.perf_counter()
+        again = LLMClient(settings).generate_many(prompts, schema=Answer)
+        wall = time.perf_counter() - started
+        print(
+            f"same batch from the cache: wall {wall:.2f}s ({wall / n * 1000:.2f} ms/item), "
+            f"cached {sum(g.cached for g in again)}/{n}, provider calls {server.calls}"
+        )
+
+
+def bench_local_vs_raw(model: str, repeats: int) -> None:
+    from ragwatch.llm import local
+
+    prompt = "Is Paris the capital of France? Answer yes or no in JSON."
+    messages = [{"role": "user", "content": prompt}]
+    rf = {"type": "json_object", "schema": Verdict.model_json_schema()}
+    client = LLMClient(LLMSettings(model=f"local/{model}", cache=False, max_tokens=16))
+    llm, lock = local.load(model)
+
+    def raw() -> None:
+        with lock:
+            llm.create_chat_completion(
+                messages=messages, temperature=0.0, max_tokens=16, seed=0, response_format=rf
+            )
+
+    def ours() -> None:
+        assert client.generate(prompt, schema=Verdict).ok
+
+    raw(), ours()  # warm up
+    timings: dict[str, list[float]] = {"raw": [], "ours": []}
+    for _ in range(repeats):
+        for name, fn in (("raw", raw), ("ours", ours)):
+            started = time.perf_counter()
+            fn()
+            timings[name].append(time.perf_counter() - started)
+    raw_s, ours_s = statistics.median(timings["raw"]), statistics.median(timings["ours"])
+    print(
+        f"local/{model}: per call {ours_s * 1000:.1f} ms via LLMClient vs {raw_s * 1000:.1f} ms raw llama_cpp "
+        f"(ratio {ours_s / raw_s:.2f}, median of {repeats})"
+    )
+
+
+def halueval_items(k: int) -> list[dict]:
+    rows = [json.loads(line) for line in HALUEVAL.open()]
+    yes = [r for r in rows if r["hallucination"] == "yes"][: k // 2]
+    no = [r for r in rows if r["hallucination"] == "no"][: k - k // 2]
+    return yes + no
+
+
+JUDGE = (
+    "You check answers for hallucinations. A response is hallucinated if any part of it is false, "
+    "made up or not supported by facts.\n\nUser query: {query}\n\nResponse: {response}\n\n"
+    'Is the response hallucinated? Reply with JSON {{"verdict": "yes"}} or {{"verdict": "no"}}.'
+)
+
+
+def auc(scores: list[float], labels: list[bool]) -> float:
+    pos = [s for s, y in zip(scores, labels, strict=True) if y]
+    neg = [s for s, y in zip(scores, labels, strict=True) if not y]
+    pairs = [(1.0 if p > q else 0.5 if p == q else 0.0) for p in pos for q in neg]
+    return sum(pairs) / len(pairs)
+
+
+def bench_judge(model: str, k: int) -> None:
+    client = LLMClient(LLMSettings(model=f"local/{model}", cache=False, max_tokens=16))
+    # ~800 prompt tokens: a long judge prompt built from real responses
+    items = halueval_items(40)
+    long_response = " ".join(r["chatgpt_response"] for r in items)[:3200]
+    long_prompt = JUDGE.format(query=items[0]["user_query"], response=long_response)
+    client.generate("warm up", max_tokens=4)
+    times, tokens = [], 0
+    for _ in range(3):
+        gen = client.generate(long_prompt, schema=Verdict)
+        times.append(gen.latency_s)
+        tokens = gen.prompt_tokens
+    print(
+        f"local/{model}: ~{tokens}-token judge call: {statistics.median(times):.2f} s per call (median of 3)"
+    )
+
+    sample = halueval_items(k)
+    labels = [r["hallucination"] == "yes" for r in sample]
+    prompts = [JUDGE.format(query=r["user_query"], response=r["chatgpt_response"][:1500]) for r in sample]
+    started = time.perf_counter()
+    gens = client.generate_many(prompts, schema=Verdict, logprobs=True, top_logprobs=10, desc=model)
+    wall = time.perf_counter() - started
+    greedy = [g.parsed.verdict == "yes" if g.ok else None for g in gens]
+    probs = [yes_probability(g) for g in gens]
+    n_ok = sum(v is not None for v in greedy)
+    acc_greedy = sum(v == y for v, y in zip(greedy, labels, strict=True) if v is not None) / k
+    scored = [(p, y) for p, y in zip(probs, labels, strict=True) if p is not None]
+    acc_prob = sum((p >= 0.5) == y for p, y in scored) / k
+    threshold = statistics.median(p for p, _ in scored) if scored else 0.5
+    acc_median = sum((p >= threshold) == y for p, y in scored) / k
+    print(
+        f"local/{model}: HaluEval {k} items ({sum(labels)} hallucinated), {wall:.1f}s: valid JSON {n_ok}/{k}, "
+        f"greedy 'yes' {sum(bool(v) for v in greedy)}/{k}, accuracy greedy {acc_greedy:.2f}, "
+        f"P(yes)>=0.5 {acc_prob:.2f}, P(yes) at median split {acc_median:.2f}, "
+        f"AUC {auc([p for p, _ in scored], [y for _, y in scored]):.2f} (P(yes) found {len(scored)}/{k})"
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--n", type=int, default=200)
+    parser.add_argument("--latency", type=float, default=0.05)
+    parser.add_argument("--concurrency", type=int, default=8)
+    parser.add_argument("--skip-fake", action="store_true")
+    parser.add_argument("--skip-local", action="store_true")
+    parser.add_argument("--models", nargs="+", default=["smollm2-135m-instruct"])
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument(
+        "--judge", action="store_true", help="also time a ~800-token judge call and run HaluEval"
+    )
+    parser.add_argument("--items", type=int, default=20)
+    args = parser.parse_args()
+    if not args.skip_fake:
+        bench_fake(args.n, args.latency, args.concurrency)
+    if not args.skip_local:
+        for model in args.models:
+            bench_local_vs_raw(model, args.repeats)
+            if args.judge:
+                bench_judge(model, args.items)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,1 @@
+"""ZenML-side orchestration behind run.py: running, scheduling, watching, comparing."""

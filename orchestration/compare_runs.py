@@ -1,0 +1,64 @@
+"""`python run.py compare`: metric differences between evaluation runs, with intervals and verdicts."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from zenml import save_artifact
+from zenml.client import Client
+from zenml.types import HTMLString
+
+from ragwatch.compare import Comparison, GateThresholds, compare_runs
+from steps.tracking import evaluation_runs, production_evaluation, run_label, run_metrics
+
+
+def _metrics_of(run_name_or_id: str):
+    run = Client().get_pipeline_run(run_name_or_id)
+    metrics = run_metrics(run)
+    if metrics is None:
+        raise ValueError(f"run {run.name} has no evaluation metrics (was it an evaluate or full run?)")
+    return run, metrics
+
+
+def compare_command(runs: list[str], model_name: str, thresholds: GateThresholds) -> tuple[str, Path]:
+    """Compare the given runs (new first), or by default the last run with the previous and production.
+
+    Prints nothing itself; returns the text table and the path of the HTML written to reports/.
+    """
+    comparisons: dict[str, Comparison] = {}
+    if len(runs) >= 2:
+        (new_run, new), (old_run, old) = _metrics_of(runs[0]), _metrics_of(runs[1])
+        comparisons[f"{run_label(new_run)} vs {run_label(old_run)}"] = compare_runs(
+            new.metrics, old.metrics, thresholds=thresholds, new_label=new_run.name, old_label=old_run.name
+        )
+    else:
+        if runs:
+            new_run, new = _metrics_of(runs[0])
+        else:
+            completed = [r for r in evaluation_runs() if run_metrics(r) is not None]
+            if not completed:
+                raise ValueError("no evaluation run yet: run `python run.py` or `python run.py evaluate` first")
+            new_run, new = completed[0], run_metrics(completed[0])
+        older = [r for r in evaluation_runs() if r.created < new_run.created and run_metrics(r) is not None]
+        if older:
+            comparisons[f"{run_label(new_run)} vs previous {run_label(older[0])}"] = compare_runs(
+                new.metrics, run_metrics(older[0]).metrics, thresholds=thresholds, new_label=new_run.name,
+                old_label=older[0].name,
+            )
+        production = production_evaluation(model_name)
+        if production is not None:
+            version, prod_run, prod_metrics = production
+            comparisons[f"{run_label(new_run)} vs production {version.name}"] = compare_runs(
+                new.metrics, prod_metrics.metrics, thresholds=thresholds, new_label=new_run.name,
+                old_label=f"production {version.name}",
+            )
+    if not comparisons:
+        raise ValueError("nothing to compare with: there is one evaluation run and no production version")
+    text = "\n\n".join(f"== {title}\n{c.to_text()}" for title, c in comparisons.items())
+    html = "".join(f"<h2>{title}</h2>{c.to_html()}" for title, c in comparisons.items())
+    page = f"<html><head><meta charset='utf-8'><title>ragwatch comparison</title></head><body>{html}</body></html>"
+    save_artifact(HTMLString(page), name="run_comparison")
+    path = Path("reports") / "comparison.html"
+    path.parent.mkdir(exist_ok=True)
+    path.write_text(page, encoding="utf-8")
+    return text, path

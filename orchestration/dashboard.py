@@ -1,0 +1,41 @@
+"""The local ZenML dashboard on 127.0.0.1, started in the foreground and stopped cleanly."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+
+def zenml_cli() -> list[str]:
+    executable = Path(sys.executable).with_name("zenml")
+    return [str(executable)] if executable.exists() else [shutil.which("zenml") or "zenml"]
+
+
+def run_dashboard(port: int = 8237, duration_s: float | None = None) -> int:
+    """Serve the dashboard until Ctrl-C (or `duration_s`), then stop the server and log out."""
+    url = f"http://127.0.0.1:{port}"
+    command = [*zenml_cli(), "login", "--local", "--blocking", "--ip-address", "127.0.0.1", "--port", str(port)]
+    print(f"starting the ZenML dashboard at {url} (store: {os.environ.get('ZENML_CONFIG_PATH')}); "
+          "Ctrl-C stops it", flush=True)
+    server = subprocess.Popen(command)
+    try:
+        deadline = None if duration_s is None else time.monotonic() + duration_s
+        while server.poll() is None and (deadline is None or time.monotonic() < deadline):
+            time.sleep(0.5)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        if server.poll() is None:
+            server.terminate()
+            try:
+                server.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                server.kill()
+        # The client was pointed at the local server: point it back at the local store.
+        subprocess.call([*zenml_cli(), "logout", "--local"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    print("dashboard stopped", flush=True)
+    return 0

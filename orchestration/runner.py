@@ -1,0 +1,130 @@
+"""Run a pipeline from a config file and print what it found.
+
+Example:
+    >>> outcome = run_pipeline("full", "configs/full.yaml")  # doctest: +SKIP
+    >>> outcome.promoted  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from zenml import Model
+
+from ragwatch.artifacts import MetricGroup
+from ragwatch.compare import GateDecision
+from ragwatch.config import FullConfig, corpus_fingerprint, system_fingerprint
+from ragwatch.config_loader import load_config
+from ragwatch.e2e import load_e2e_tables
+
+PIPELINES = ("ingest", "testset", "evaluate", "full")
+DEFAULT_CONFIGS = {name: f"configs/{name}.yaml" for name in PIPELINES}
+REPORTS_DIR = Path("reports")
+
+
+@dataclass
+class RunOutcome:
+    pipeline: str
+    run: Any
+    seconds: float
+    gate: GateDecision | None = None
+    metrics: MetricGroup | None = None
+    report_path: Path | None = None
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def regressed(self) -> bool:
+        return self.gate is not None and not self.gate.promote
+
+
+def model_for(config: FullConfig) -> tuple[Model, str]:
+    """The ZenML model version of the system under test: one version per configuration fingerprint."""
+    fingerprint = system_fingerprint(config.evaluate.system, config.ingest.embedding, config.ingest.chunking)
+    model = Model(
+        name=config.evaluate.system.model_name,
+        version=f"cfg-{fingerprint[:12]}",
+        description="The RAG system under test; one version per configuration fingerprint.",
+        tags=["ragwatch"],
+    )
+    return model, fingerprint
+
+
+def run_pipeline(
+    name: str, config_path: str | Path, *, enable_cache: bool = True, schedule: Any = None
+) -> RunOutcome:
+    """Validate the config, run pipeline `name` on the active stack, and collect its outputs.
+
+    With a ZenML `schedule`, the pipeline is handed to the orchestrator's scheduler instead.
+    """
+    from pipelines.evaluate import evaluate
+    from pipelines.full import full
+    from pipelines.ingest import ingest
+    from pipelines.testset import testset
+
+    if name not in PIPELINES:
+        raise ValueError(f"unknown pipeline {name!r}; choose one of {', '.join(PIPELINES)}")
+    config = load_config(config_path, FullConfig)
+    started = time.perf_counter()
+    options: dict[str, Any] = {"enable_cache": enable_cache}
+    if schedule is not None:
+        options["schedule"] = schedule
+    if name == "ingest":
+        run = ingest.with_options(**options)(config.ingest, corpus_fingerprint(config.ingest.corpus))
+    elif name == "testset":
+        run = testset.with_options(**options)(config)
+    else:
+        model, fingerprint = model_for(config)
+        tables = load_e2e_tables(config.evaluate.e2e.tables)
+        options["model"] = model
+        if name == "evaluate":
+            run = evaluate.with_options(**options)(config, tables, fingerprint)
+        else:
+            corpus = corpus_fingerprint(config.ingest.corpus)
+            run = full.with_options(**options)(config, tables, corpus, fingerprint)
+    outcome = RunOutcome(pipeline=name, run=run, seconds=time.perf_counter() - started)
+    if name in ("evaluate", "full") and schedule is None:
+        collect_evaluation(outcome)
+    return outcome
+
+
+def collect_evaluation(outcome: RunOutcome) -> None:
+    """Load the gate, the metrics and the report of a finished evaluation run."""
+    from zenml.client import Client
+
+    run = Client().get_pipeline_run(outcome.run.id)
+    track = run.steps["track_evaluation"]
+    outcome.gate = track.outputs["gate"][0].load()
+    outcome.metrics = track.outputs["all_metrics"][0].load()
+    report = run.steps["build_report_step"].outputs["report"][0].load()
+    REPORTS_DIR.mkdir(exist_ok=True)
+    outcome.report_path = REPORTS_DIR / f"{run.name}.html"
+    outcome.report_path.write_text(str(report), encoding="utf-8")
+    (REPORTS_DIR / "latest.html").write_text(str(report), encoding="utf-8")
+
+
+HEADLINE = ("hit_rate@5", "mrr", "ndcg@5", "e2e_failure_rate", "correctness", "faithfulness",
+            "answer_relevance", "context_relevance", "semantic_similarity")
+
+
+def format_outcome(outcome: RunOutcome) -> str:
+    """The closing summary printed by run.py."""
+    lines = [f"pipeline {outcome.pipeline}: run {outcome.run.name} finished in {outcome.seconds:.0f} s"]
+    if outcome.metrics is not None:
+        lines.append("")
+        lines.append(f"{'metric':<34} {'score':>7}  {'95% interval':<17} {'n':>4} {'failed':>6}")
+        for name, result in sorted(outcome.metrics.metrics.items()):
+            if not any(name == h or name.endswith("/" + h) or name.startswith(h) for h in HEADLINE):
+                continue
+            score = "-" if result.score is None else f"{result.score:.3f}"
+            interval = "" if result.ci_low is None else f"[{result.ci_low:.3f}, {result.ci_high:.3f}]"
+            lines.append(f"{name:<34} {score:>7}  {interval:<17} {result.n_scored:>4} {result.n_failed:>6}")
+    if outcome.gate is not None:
+        verdict = "PROMOTED (no regression)" if outcome.gate.promote else "NOT PROMOTED (regression)"
+        lines += ["", f"gate: {verdict}"] + [f"  - {reason}" for reason in outcome.gate.reasons]
+    if outcome.report_path is not None:
+        lines += ["", f"report: {outcome.report_path} (also the 'report' artifact of the run)"]
+        lines.append("dashboard: python run.py dashboard  (local ZenML server on 127.0.0.1)")
+    return "\n".join(lines)

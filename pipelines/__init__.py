@@ -1,0 +1,1 @@
+"""One pipeline per file; each reads as its DAG and holds no logic."""

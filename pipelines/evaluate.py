@@ -1,0 +1,37 @@
+"""index + eval_set -> retrieval metrics, answers, handcrafted tests, judges -> tracking -> report."""
+
+from __future__ import annotations
+
+from zenml import pipeline
+
+from ragwatch.config import FullConfig
+from ragwatch.e2e import E2ETables
+from steps.evaluate import (
+    collect_results,
+    evaluate_retrieval_step,
+    generate_answers,
+    judge_answers_step,
+    run_e2e_tests_step,
+)
+from steps.track import build_report_step, track_evaluation
+
+
+@pipeline(enable_cache=True)
+def evaluate(config: FullConfig, e2e_tables: E2ETables, system_fingerprint: str, index=None, eval_set=None):
+    """`index` and `eval_set` default to the latest `rag_index` and `eval_set` artifacts."""
+    if index is None or eval_set is None:
+        from zenml.client import Client
+
+        index = index or Client().get_artifact_version("rag_index")
+        eval_set = eval_set or Client().get_artifact_version("eval_set")
+    evaluation = config.evaluate
+    embedding = config.ingest.embedding
+    retrieval, _per_question = evaluate_retrieval_step(index, eval_set, evaluation, embedding)
+    answers = generate_answers(index, eval_set, evaluation, embedding)
+    e2e, _e2e_results = run_e2e_tests_step(index, e2e_tables, evaluation, embedding)
+    judges = judge_answers_step(eval_set, answers, evaluation, embedding)
+    results = collect_results(eval_set, answers, judges)
+    metrics, comparisons, gate = track_evaluation(
+        retrieval, e2e, judges, eval_set, answers, evaluation, system_fingerprint
+    )
+    build_report_step(metrics, comparisons, gate, results, eval_set, evaluation, system_fingerprint)

@@ -1,0 +1,18 @@
+"""ingest -> testset -> evaluate, in one run."""
+
+from __future__ import annotations
+
+from zenml import pipeline
+
+from pipelines.evaluate import evaluate
+from pipelines.ingest import ingest
+from pipelines.testset import testset
+from ragwatch.config import FullConfig
+from ragwatch.e2e import E2ETables
+
+
+@pipeline(enable_cache=True)
+def full(config: FullConfig, e2e_tables: E2ETables, corpus_fingerprint: str, system_fingerprint: str):
+    index = ingest(config.ingest, corpus_fingerprint)
+    eval_set = testset(config, index=index)
+    evaluate(config, e2e_tables, system_fingerprint, index=index, eval_set=eval_set)

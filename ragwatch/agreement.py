@@ -1,0 +1,209 @@
+"""Agreement between two raters (judge vs judge, judge vs human), with bootstrap intervals.
+
+Every measure returns a plain float and never NaN. Where a measure is mathematically undefined on
+the given input, it returns the value of its `undefined` argument instead (like scikit-learn's
+`replace_undefined_by` / `zero_division`), and the docstring says when that happens:
+
+- `cohen_kappa`: undefined when chance agreement is 1, i.e. both raters give one and the same label
+  to every item (sklearn returns NaN there). Default 0.0: no agreement beyond chance can be shown.
+- `spearman`: undefined when either side is constant (scipy returns NaN). Default 0.0.
+- `f1`: undefined when the positive label is neither true nor predicted anywhere (sklearn's
+  `zero_division`, default 0.0).
+- `accuracy`, `hamming_distance`, `balanced_accuracy` are defined for any non-empty input;
+  `balanced_accuracy` averages recall over the classes present in `y_true` (as sklearn does).
+
+`with_interval` bootstraps any of them over items; resamples where the measure is undefined are
+skipped rather than counted as the placeholder value.
+
+Example:
+    >>> cohen_kappa(["pass", "fail", "pass", "pass"], ["pass", "fail", "fail", "pass"])
+    0.5
+    >>> est = with_interval(f1, [1, 0, 1, 1], [1, 0, 0, 1], positive=1, seed=0)
+    >>> round(est.value, 3), est.n
+    (0.8, 4)
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Hashable, Sequence
+from typing import Any, Literal
+
+import numpy as np
+from pydantic import BaseModel
+
+from ragwatch.stats import DEFAULT_RESAMPLES, bootstrap_statistic_ci
+
+KappaWeights = Literal["linear", "quadratic"] | None
+
+
+class Estimate(BaseModel):
+    """A measure's value on all items and its percentile bootstrap interval."""
+
+    value: float
+    ci_low: float
+    ci_high: float
+    n: int
+
+
+def _pair(a: Sequence[Any], b: Sequence[Any], what: str) -> tuple[np.ndarray, np.ndarray]:
+    x, y = np.asarray(list(a)), np.asarray(list(b))
+    if x.shape != y.shape or x.ndim != 1:
+        raise ValueError(
+            f"{what}: the two raters must label the same items: got {len(x)} and {len(y)} labels; "
+            "pass one label per item, aligned by position"
+        )
+    if x.size == 0:
+        raise ValueError(f"{what}: no items to compare; pass at least one label per rater")
+    return x, y
+
+
+def _codes(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
+    try:
+        labels = np.unique(np.concatenate([x, y]))
+    except TypeError as exc:
+        raise ValueError(f"labels of mixed types cannot be compared ({exc}); use one label type") from exc
+    return np.searchsorted(labels, x), np.searchsorted(labels, y), labels.size
+
+
+def cohen_kappa(
+    a: Sequence[Hashable], b: Sequence[Hashable], *, weights: KappaWeights = None, undefined: float = 0.0
+) -> float:
+    """Cohen's kappa of two raters' labels (sklearn's `cohen_kappa_score`).
+
+    `weights="linear"|"quadratic"` gives weighted kappa for ordinal labels (e.g. 1-5 scores); the
+    distance between two labels is the distance of their positions in the sorted label set.
+    Returns `undefined` when both raters give one identical label to every item.
+    """
+    x, y = _pair(a, b, "cohen_kappa")
+    ix, iy, k = _codes(x, y)
+    observed = np.bincount(ix * k + iy, minlength=k * k).reshape(k, k).astype(float)
+    expected = np.outer(observed.sum(axis=1), observed.sum(axis=0)) / observed.sum()
+    if weights is None:
+        w = 1.0 - np.eye(k)
+    else:
+        grid = np.abs(np.subtract.outer(np.arange(k), np.arange(k))).astype(float)
+        if weights == "linear":
+            w = grid
+        elif weights == "quadratic":
+            w = grid**2
+        else:
+            raise ValueError(f"weights must be None, 'linear' or 'quadratic', not {weights!r}")
+    chance = float((w * expected).sum())
+    if chance == 0.0:
+        return float(undefined)
+    return 1.0 - float((w * observed).sum()) / chance
+
+
+def weighted_kappa(
+    a: Sequence[Hashable],
+    b: Sequence[Hashable],
+    *,
+    weights: Literal["linear", "quadratic"] = "quadratic",
+    undefined: float = 0.0,
+) -> float:
+    """Weighted Cohen's kappa for ordinal labels such as 1-5 judge scores (quadratic by default)."""
+    return cohen_kappa(a, b, weights=weights, undefined=undefined)
+
+
+def _ranks(x: np.ndarray) -> np.ndarray:
+    """Average ranks (ties share the mean of their positions), as scipy's rankdata does."""
+    order = np.argsort(x, kind="mergesort")
+    sorted_x = x[order]
+    ranks = np.empty(x.size, dtype=float)
+    starts = np.flatnonzero(np.r_[True, sorted_x[1:] != sorted_x[:-1]])
+    ends = np.r_[starts[1:], x.size]
+    for start, end in zip(starts, ends, strict=True):
+        ranks[order[start:end]] = (start + end + 1) / 2.0
+    return ranks
+
+
+def spearman(a: Sequence[float], b: Sequence[float], *, undefined: float = 0.0) -> float:
+    """Spearman rank correlation (scipy's `spearmanr` statistic); `undefined` when a side is constant."""
+    x, y = _pair(a, b, "spearman")
+    try:
+        x, y = x.astype(float), y.astype(float)
+    except ValueError as exc:
+        raise ValueError(f"spearman needs numeric scores: {exc}") from exc
+    if not (np.isfinite(x).all() and np.isfinite(y).all()):
+        raise ValueError("spearman: scores must be finite; drop or fix NaN/inf scores first")
+    rx, ry = _ranks(x), _ranks(y)
+    rx, ry = rx - rx.mean(), ry - ry.mean()
+    denom = math.sqrt(float((rx**2).sum()) * float((ry**2).sum()))
+    if denom == 0.0:
+        return float(undefined)
+    return float(np.clip((rx * ry).sum() / denom, -1.0, 1.0))
+
+
+def hamming_distance(a: Sequence[Hashable], b: Sequence[Hashable]) -> float:
+    """Fraction of items where the two raters disagree (e.g. pass/fail): 0 = identical."""
+    x, y = _pair(a, b, "hamming_distance")
+    return float((x != y).mean())
+
+
+def accuracy(y_true: Sequence[Hashable], y_pred: Sequence[Hashable]) -> float:
+    """Fraction of items where the prediction equals the reference label."""
+    return 1.0 - hamming_distance(y_true, y_pred)
+
+
+def balanced_accuracy(y_true: Sequence[Hashable], y_pred: Sequence[Hashable]) -> float:
+    """Mean recall over the classes present in `y_true` (sklearn's `balanced_accuracy_score`).
+
+    With one class only in `y_true` it is that class's recall, i.e. the accuracy.
+    """
+    x, y = _pair(y_true, y_pred, "balanced_accuracy")
+    recalls = [float((y[x == label] == label).mean()) for label in np.unique(x)]
+    return float(np.mean(recalls))
+
+
+def f1(
+    y_true: Sequence[Hashable], y_pred: Sequence[Hashable], *, positive: Hashable = 1, undefined: float = 0.0
+) -> float:
+    """F1 of the `positive` label (sklearn's binary `f1_score` with `pos_label=positive`).
+
+    Returns `undefined` when `positive` is neither a true nor a predicted label of any item.
+    """
+    x, y = _pair(y_true, y_pred, "f1")
+    true_pos = x == positive
+    pred_pos = y == positive
+    tp = int((true_pos & pred_pos).sum())
+    denom = int(true_pos.sum()) + int(pred_pos.sum())
+    if denom == 0:
+        return float(undefined)
+    return 2.0 * tp / denom
+
+
+def with_interval(
+    metric: Callable[..., float],
+    a: Sequence[Any],
+    b: Sequence[Any],
+    *,
+    confidence: float = 0.95,
+    resamples: int = DEFAULT_RESAMPLES,
+    seed: int = 0,
+    **kwargs: Any,
+) -> Estimate:
+    """`metric(a, b, **kwargs)` with a seeded bootstrap interval over items (pairs resampled together).
+
+    Resamples where the measure is undefined are skipped; the point value uses the measure's own
+    `undefined` placeholder when it is undefined on the full data.
+
+    Example:
+        >>> with_interval(cohen_kappa, [1, 0, 1, 0], [1, 0, 1, 1]).value
+        0.5
+    """
+    x, y = _pair(a, b, getattr(metric, "__name__", "metric"))
+    value = metric(x, y, **kwargs)
+    accepts_undefined = metric in (cohen_kappa, weighted_kappa, spearman, f1)
+    resample_kwargs = {**kwargs, "undefined": math.nan} if accepts_undefined else kwargs
+
+    def statistic(idx: np.ndarray) -> float:
+        return metric(x[idx], y[idx], **resample_kwargs)
+
+    _, low, high = bootstrap_statistic_ci(
+        statistic, x.size, confidence=confidence, resamples=resamples, seed=seed
+    )
+    if not (math.isfinite(low) and math.isfinite(high)):
+        # undefined on the full data means undefined on every resample (same constant labels)
+        low = high = value
+    return Estimate(value=value, ci_low=low, ci_high=high, n=int(x.size))

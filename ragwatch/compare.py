@@ -1,0 +1,439 @@
+"""Run comparison and the regression gate.
+
+`compare_runs` sets two runs' metrics side by side: for every metric in both, the difference
+`new - old` with a bootstrap 95% interval (paired over items scored in both runs, unpaired when the
+items do not pair) and a verdict. `gate_decision` turns a comparison into promote / do not promote.
+
+Verdicts, with `gain` the difference oriented so that positive is better (mirrored for
+lower-is-better metrics such as perplexity or failure rates) and `drop` the allowed drop:
+- "regressed": the whole interval of the gain lies below `-drop` (ci_high < -drop);
+- "improved": the whole interval lies above 0;
+- "unchanged": the whole interval lies within [-drop, +drop] (with drop 0: only an exact tie);
+- "inconclusive": anything else (the data neither show a change nor rule one out), and fewer than
+  2 items to compare;
+- "not_comparable": one run has no scored item of the metric;
+- "added" / "removed": the metric exists only in the new / only in the old run.
+
+Example:
+    >>> comparison = compare_runs(new_metrics, production_metrics, thresholds=GateThresholds())
+    >>> print(comparison.to_text())
+    >>> decision = gate_decision(comparison, GateThresholds())
+    >>> decision.promote, decision.reasons
+"""
+
+from __future__ import annotations
+
+import html
+import math
+from collections import Counter
+from fnmatch import fnmatchcase
+from typing import Literal
+
+import pandas as pd
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from ragwatch.results import MetricResult
+from ragwatch.stats import bootstrap_paired_diff_ci, bootstrap_unpaired_diff_ci
+
+Verdict = Literal["regressed", "improved", "unchanged", "inconclusive", "not_comparable", "added", "removed"]
+
+# Metrics where a smaller value is better, unless a metric says otherwise; prefix or glob patterns.
+DEFAULT_LOWER_IS_BETTER = ["*perplexity*", "*failure_rate*", "*latency*", "*cost_usd*"]
+
+# Row order in tables: what needs attention first.
+_VERDICT_ORDER = ["regressed", "not_comparable", "removed", "improved", "added", "inconclusive", "unchanged"]
+
+# Pair items only when most of them pair: a handful of shared ids says little about the rest.
+_MIN_PAIRED_FRACTION = 0.5
+
+VERDICT_COLOURS = {
+    "regressed": "#c62828",
+    "improved": "#2e7d32",
+    "unchanged": "#546e7a",
+    "inconclusive": "#9e9e9e",
+    "not_comparable": "#6a1b9a",
+    "added": "#1565c0",
+    "removed": "#1565c0",
+}
+
+
+def matches(name: str, pattern: str) -> bool:
+    """True when `pattern` equals `name`, is a prefix of it, or matches it as a glob (`hit_rate@*`)."""
+    return name == pattern or name.startswith(pattern) or fnmatchcase(name, pattern)
+
+
+class GateThresholds(BaseModel):
+    """How much each metric may drop before the gate refuses a promotion.
+
+    Drops are absolute, in the metric's own units (0.02 on a 0-1 rate is two points). Names in
+    `per_metric`, `gated_metrics` and `lower_is_better` match exactly, by prefix or as globs.
+    Setting `lower_is_better` replaces the defaults (`DEFAULT_LOWER_IS_BETTER`): list them too.
+    Metrics that declare `details["higher_is_better"]` (judges do) need no entry.
+
+    Example:
+        >>> GateThresholds(default_allowed_drop=0.02, per_metric={"faithfulness": 0.05},
+        ...                gated_metrics=["hit_rate@*", "faithfulness"])
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    default_allowed_drop: float = Field(0.0, ge=0.0)
+    per_metric: dict[str, float] = Field(default_factory=dict)
+    gated_metrics: list[str] | None = None  # None: every metric present in both runs
+    lower_is_better: list[str] = Field(default_factory=lambda: list(DEFAULT_LOWER_IS_BETTER))
+
+    @field_validator("per_metric")
+    @classmethod
+    def _non_negative(cls, value: dict[str, float]) -> dict[str, float]:
+        bad = {k: v for k, v in value.items() if not (math.isfinite(v) and v >= 0)}
+        if bad:
+            raise ValueError(f"allowed drops must be finite and >= 0 (a drop, not a change): {bad}")
+        return value
+
+    def allowed_drop(self, metric: str) -> float:
+        if metric in self.per_metric:
+            return self.per_metric[metric]
+        for pattern, drop in self.per_metric.items():
+            if matches(metric, pattern):
+                return drop
+        return self.default_allowed_drop
+
+    def is_gated(self, metric: str) -> bool:
+        return self.gated_metrics is None or any(matches(metric, p) for p in self.gated_metrics)
+
+    def is_lower_better(self, metric: str) -> bool:
+        return any(matches(metric, p) for p in self.lower_is_better)
+
+
+class MetricComparison(BaseModel):
+    """One metric in two runs. `diff*` are `new - old` in the metric's units (not oriented)."""
+
+    metric: str
+    old_score: float | None = None
+    new_score: float | None = None
+    diff: float | None = None
+    diff_low: float | None = None
+    diff_high: float | None = None
+    n_paired: int = 0
+    n_old: int = 0  # items scored in the old run
+    n_new: int = 0
+    method: Literal["paired", "unpaired"] | None = None
+    higher_is_better: bool = True
+    allowed_drop: float = 0.0
+    gated: bool = True
+    verdict: Verdict
+    note: str = ""
+
+
+class Comparison(BaseModel):
+    """Metric-by-metric comparison of a new run with an old one (`old_label`: e.g. "production")."""
+
+    new_label: str = "new"
+    old_label: str = "old"
+    has_baseline: bool = True
+    rows: list[MetricComparison] = Field(default_factory=list)
+
+    def row(self, metric: str) -> MetricComparison:
+        for r in self.rows:
+            if r.metric == metric:
+                return r
+        raise KeyError(f"metric {metric!r} not in this comparison; have {[r.metric for r in self.rows]}")
+
+    def counts(self) -> dict[str, int]:
+        return dict(Counter(r.verdict for r in self.rows))
+
+    def to_frame(self) -> pd.DataFrame:
+        """One row per metric, the columns of `MetricComparison`."""
+        columns = list(MetricComparison.model_fields)
+        return pd.DataFrame([r.model_dump() for r in self.rows], columns=columns)
+
+    def _cells(self, r: MetricComparison) -> list[str]:
+        interval = (
+            f"[{_signed(r.diff_low)}, {_signed(r.diff_high)}]" if r.diff_low is not None else "-"
+        )
+        direction = "higher" if r.higher_is_better else "lower"
+        return [
+            r.metric, _num(r.old_score), _num(r.new_score), _signed(r.diff), interval,
+            {"paired": f"{r.n_paired}", "unpaired": f"{r.n_new}/{r.n_old} unpaired"}.get(r.method or "", "-"),
+            direction, _num(r.allowed_drop), r.verdict + ("" if r.gated else " (not gated)"),
+        ]
+
+    _HEADER = ("metric", "old", "new", "diff", "95% CI of diff", "n paired", "better", "allowed drop",
+               "verdict")
+
+    def _title(self) -> str:
+        return f"{self.new_label} vs {self.old_label}"
+
+    def to_markdown(self) -> str:
+        lines = [f"**{_md(self._title())}**", ""]
+        if not self.has_baseline:
+            return "\n".join([*lines, f"No {_md(self.old_label)} baseline to compare with."])
+        lines.append("| " + " | ".join(self._HEADER) + " |")
+        lines.append("|" + "---|" * len(self._HEADER))
+        for r in self.rows:
+            cells = [_md(c) for c in self._cells(r)]
+            if r.verdict in ("regressed", "improved"):
+                cells[-1] = f"**{cells[-1]}**"
+            lines.append("| " + " | ".join(cells) + " |")
+        return "\n".join(lines)
+
+    def to_text(self) -> str:
+        """A plain terminal table (no colour codes, so it reads the same in CI logs)."""
+        if not self.has_baseline:
+            return f"{self._title()}: no {self.old_label} baseline to compare with."
+        table = [list(self._HEADER)] + [self._cells(r) for r in self.rows]
+        widths = [max(len(row[i]) for row in table) for i in range(len(self._HEADER))]
+        numeric = {1, 2, 3, 5, 7}
+        out = [self._title()]
+        for j, row in enumerate(table):
+            cells = [c.rjust(w) if i in numeric and j else c.ljust(w) for i, (c, w) in
+                     enumerate(zip(row, widths, strict=True))]
+            out.append("  ".join(cells).rstrip())
+            if j == 0:
+                out.append("  ".join("-" * w for w in widths))
+        counts = ", ".join(f"{v} {k}" for k, v in sorted(self.counts().items()))
+        out.append(f"({counts})")
+        return "\n".join(out)
+
+    def to_html(self, *, full_page: bool = False) -> str:
+        """An HTML table with coloured verdicts; `full_page=True` wraps it in a standalone page."""
+        title = html.escape(self._title())
+        if not self.has_baseline:
+            body = f"<p>No {html.escape(self.old_label)} baseline to compare with.</p>"
+        else:
+            head = "".join(f"<th>{html.escape(h)}</th>" for h in self._HEADER)
+            rows = []
+            for r in self.rows:
+                cells = self._cells(r)
+                tds = "".join(f'<td class="num">{html.escape(c)}</td>' if i in (1, 2, 3, 4, 5, 7)
+                              else f"<td>{html.escape(c)}</td>" for i, c in enumerate(cells[:-1]))
+                colour = VERDICT_COLOURS[r.verdict]
+                note = f' title="{html.escape(r.note)}"' if r.note else ""
+                tds += (f'<td><span class="verdict" style="background:{colour}"{note}>'
+                        f"{html.escape(cells[-1])}</span></td>")
+                rows.append(f"<tr>{tds}</tr>")
+            notes = [f"<li><b>{html.escape(r.metric)}</b>: {html.escape(r.note)}</li>"
+                     for r in self.rows if r.note]
+            body = (f'<table class="cmp"><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody>'
+                    f"</table>" + (f'<ul class="notes">{"".join(notes)}</ul>' if notes else ""))
+        fragment = f'<section class="comparison"><h3>{title}</h3>{body}</section>'
+        if not full_page:
+            return fragment
+        return (f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>{title}</title>'
+                f"<style>{COMPARISON_CSS}</style></head><body>{fragment}</body></html>")
+
+
+COMPARISON_CSS = """
+body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:1.5rem;color:#222}
+table.cmp{border-collapse:collapse;font-size:.9rem}
+table.cmp th,table.cmp td{border-bottom:1px solid #ddd;padding:.3rem .6rem;text-align:left}
+table.cmp th{background:#f3f5f7}
+table.cmp td.num{text-align:right;font-variant-numeric:tabular-nums}
+.verdict{color:#fff;border-radius:.6rem;padding:.05rem .5rem;font-size:.8rem;white-space:nowrap}
+ul.notes{font-size:.8rem;color:#555}
+"""
+
+
+class GateDecision(BaseModel):
+    """Promote or not, and why (one reason per regressed metric, or why it passed)."""
+
+    promote: bool
+    reasons: list[str] = Field(default_factory=list)
+
+
+def compare_runs(
+    new: dict[str, MetricResult],
+    old: dict[str, MetricResult] | None,
+    *,
+    thresholds: GateThresholds | None = None,
+    higher_is_better: dict[str, bool] | None = None,
+    new_label: str = "new",
+    old_label: str = "old",
+    seed: int = 0,
+) -> Comparison:
+    """Compare every metric of `new` with `old`; `old=None` (or empty) means there is no baseline.
+
+    Direction per metric: `higher_is_better[name]` if given, else lower-is-better when the name
+    matches `thresholds.lower_is_better`, else the metric's own `details["higher_is_better"]` /
+    `details["lower_is_better"]`, else higher is better.
+    """
+    thresholds = thresholds or GateThresholds()
+    higher_is_better = higher_is_better or {}
+    for label, run in (("new", new), ("old", old or {})):
+        wrong = [k for k, v in run.items() if not isinstance(v, MetricResult)]
+        if wrong:
+            raise TypeError(f"{label} run: values must be MetricResult, got other types for {wrong}")
+    if not old:
+        rows = [_one_sided(m, new[m], "added", thresholds, higher_is_better) for m in sorted(new)]
+        return Comparison(new_label=new_label, old_label=old_label, has_baseline=False, rows=rows)
+
+    rows: list[MetricComparison] = []
+    for name in sorted(set(new) | set(old)):
+        if name not in old:
+            rows.append(_one_sided(name, new[name], "added", thresholds, higher_is_better))
+        elif name not in new:
+            rows.append(_one_sided(name, old[name], "removed", thresholds, higher_is_better))
+        else:
+            rows.append(_compare_metric(name, new[name], old[name], thresholds, higher_is_better, seed))
+    rows.sort(key=lambda r: (_VERDICT_ORDER.index(r.verdict), r.metric))
+    return Comparison(new_label=new_label, old_label=old_label, rows=rows)
+
+
+def gate_decision(comparison: Comparison | None, thresholds: GateThresholds | None = None) -> GateDecision:
+    """Promote unless a gated metric regressed beyond its allowed drop (or vanished).
+
+    Refuses also when a gated metric has no scored item in the new run, when a metric named in
+    `gated_metrics` is missing from the new run, and when a `gated_metrics` pattern matches nothing
+    (most likely a typo in the config).
+    """
+    thresholds = thresholds or GateThresholds()
+    if comparison is None or not comparison.has_baseline:
+        return GateDecision(promote=True, reasons=["no production baseline"])
+    reasons: list[str] = []
+    for r in comparison.rows:
+        if not thresholds.is_gated(r.metric):
+            continue
+        if r.verdict == "regressed":
+            worse = "dropped" if r.higher_is_better else "rose"
+            reasons.append(
+                f"{r.metric} regressed: {worse} by {_num(abs(r.diff or 0.0))} "
+                f"({_num(r.old_score)} -> {_num(r.new_score)}, diff {_signed(r.diff)}, "
+                f"95% CI [{_signed(r.diff_low)}, {_signed(r.diff_high)}], {r.method}), "
+                f"beyond the allowed drop of {_num(r.allowed_drop)}"
+            )
+        elif r.verdict == "not_comparable" and r.n_new == 0 and r.n_old > 0:
+            reasons.append(f"{r.metric}: no item could be scored in the new run ({r.note})")
+        elif r.verdict == "removed" and thresholds.gated_metrics is not None:
+            reasons.append(f"{r.metric} is gated but missing from the new run")
+    for pattern in thresholds.gated_metrics or []:
+        if not any(matches(r.metric, pattern) for r in comparison.rows):
+            reasons.append(f"gated metric {pattern!r} matches no metric in either run; "
+                           f"check gated_metrics in the config (have {[r.metric for r in comparison.rows]})")
+    if reasons:
+        return GateDecision(promote=False, reasons=reasons)
+    counts = comparison.counts()
+    summary = ", ".join(f"{v} {k}" for k, v in sorted(counts.items()))
+    reason = f"no gated metric regressed vs {comparison.old_label} ({summary})"
+    return GateDecision(promote=True, reasons=[reason])
+
+
+def is_higher_better(name: str, result: MetricResult | None = None, thresholds: GateThresholds | None = None,
+                     overrides: dict[str, bool] | None = None) -> bool:
+    """The direction of metric `name`: overrides, then `thresholds.lower_is_better`, then the metric's
+    own `details` (`higher_is_better` / `lower_is_better`), else higher is better."""
+    hib = overrides or {}
+    thresholds = thresholds or GateThresholds()
+    if name in hib:
+        return hib[name]
+    if thresholds.is_lower_better(name):
+        return False
+    if result is None:
+        return True
+    if isinstance(result.details.get("higher_is_better"), bool):
+        return result.details["higher_is_better"]
+    if isinstance(result.details.get("lower_is_better"), bool):
+        return not result.details["lower_is_better"]
+    return True
+
+
+def _one_sided(name: str, result: MetricResult, verdict: Verdict, thresholds: GateThresholds,
+               hib: dict[str, bool]) -> MetricComparison:
+    added = verdict == "added"
+    return MetricComparison(
+        metric=name,
+        new_score=result.score if added else None,
+        old_score=None if added else result.score,
+        n_new=result.n_scored if added else 0,
+        n_old=0 if added else result.n_scored,
+        higher_is_better=is_higher_better(name, result, thresholds, hib),
+        allowed_drop=thresholds.allowed_drop(name),
+        gated=thresholds.is_gated(name),
+        verdict=verdict,
+    )
+
+
+def _scored(result: MetricResult) -> dict[str, float] | None:
+    """item_id -> score of the scored items, or None when ids repeat (then items cannot pair)."""
+    ids = [it.item_id for it in result.items if it.ok and it.score is not None]
+    if len(set(ids)) != len(ids):
+        return None
+    return {it.item_id: float(it.score) for it in result.items if it.ok and it.score is not None}
+
+
+def _compare_metric(name: str, new: MetricResult, old: MetricResult, thresholds: GateThresholds,
+                    hib: dict[str, bool], seed: int) -> MetricComparison:
+    row = MetricComparison(
+        metric=name, old_score=old.score, new_score=new.score, n_old=old.n_scored, n_new=new.n_scored,
+        higher_is_better=is_higher_better(name, new, thresholds, hib),
+        allowed_drop=thresholds.allowed_drop(name), gated=thresholds.is_gated(name), verdict="inconclusive",
+    )
+    new_scores, old_scores = _scored(new), _scored(old)
+    if new_scores is None or old_scores is None:
+        # duplicate ids: fall back to every scored item of each run
+        new_values = [float(it.score) for it in new.items if it.ok and it.score is not None]
+        old_values = [float(it.score) for it in old.items if it.ok and it.score is not None]
+        common: list[str] = []
+        row.note = "duplicate item ids: compared unpaired"
+    else:
+        new_values, old_values = list(new_scores.values()), list(old_scores.values())
+        common = [i for i in new_scores if i in old_scores]
+    row.n_new, row.n_old = len(new_values), len(old_values)
+    if not new_values or not old_values:
+        row.verdict = "not_comparable"
+        which = "new" if not new_values else "old"
+        row.note = f"no scored item in the {which} run"
+        return row
+
+    min_pairs = _MIN_PAIRED_FRACTION * min(len(new_values), len(old_values))
+    if new_scores is not None and old_scores is not None and common and len(common) >= min_pairs:
+        diff, low, high = bootstrap_paired_diff_ci(
+            [new_scores[i] for i in common], [old_scores[i] for i in common], seed=seed)
+        row.method, row.n_paired = "paired", len(common)
+        enough = len(common) >= 2
+    else:
+        diff, low, high = bootstrap_unpaired_diff_ci(new_values, old_values, seed=seed)
+        row.method = "unpaired"
+        if not row.note:
+            row.note = (f"only {len(common)} item ids in common: compared unpaired" if common
+                        else "no item ids in common: compared unpaired")
+        enough = min(len(new_values), len(old_values)) >= 2
+    row.diff, row.diff_low, row.diff_high = diff, low, high
+    if not enough:
+        row.verdict = "inconclusive"
+        row.note = (row.note + "; " if row.note else "") + "fewer than 2 items: no interval"
+        return row
+    row.verdict = _verdict(low, high, row.higher_is_better, row.allowed_drop)
+    gain_high = high if row.higher_is_better else -low
+    if row.verdict == "unchanged" and gain_high < 0:
+        row.note = (row.note + "; " if row.note else "") + "a drop, but within the allowed drop"
+    return row
+
+
+def _verdict(low: float, high: float, higher_is_better: bool, allowed_drop: float) -> Verdict:
+    gain_low, gain_high = (low, high) if higher_is_better else (-high, -low)
+    # a small tolerance so that float noise on identical runs does not read as a change
+    eps = 1e-12
+    if gain_high < -allowed_drop - eps:
+        return "regressed"
+    if gain_low > eps:
+        return "improved"
+    if gain_low >= -allowed_drop - eps and gain_high <= allowed_drop + eps:
+        return "unchanged"
+    return "inconclusive"
+
+
+def _num(x: float | None) -> str:
+    if x is None:
+        return "-"
+    return f"{x:.1f}" if abs(x) >= 100 else f"{x:.3f}"
+
+
+def _signed(x: float | None) -> str:
+    if x is None:
+        return "-"
+    return f"{x:+.1f}" if abs(x) >= 100 else f"{x:+.3f}"
+
+
+def _md(text: str) -> str:
+    """A Markdown table cell: HTML-escaped, pipes escaped, one line."""
+    return html.escape(text, quote=False).replace("|", "\\|").replace("\n", " ")

@@ -1,0 +1,123 @@
+"""The configuration of each pipeline, with every default in one place.
+
+The YAML files in `configs/` are validated against these models; a wrong key is an error naming it.
+"""
+
+from __future__ import annotations
+
+import glob
+import hashlib
+import json
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ragwatch.chunking import ChunkingSettings
+from ragwatch.compare import GateThresholds
+from ragwatch.datasets import ImportSettings
+from ragwatch.embeddings import EmbeddingSettings
+from ragwatch.judges.config import JudgesConfig
+from ragwatch.llm.types import LLMSettings
+from ragwatch.rag import RagSettings
+from ragwatch.retrieval import MatchSettings
+from ragwatch.testset import TestsetSettings
+
+RetrievalMode = Literal["vector", "bm25", "hybrid"]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class CorpusSettings(_Strict):
+    """Where the documents are: files, directories or globs, relative to the working directory."""
+
+    paths: list[str] = Field(default_factory=lambda: ["data/sample"])
+
+
+class IngestConfig(_Strict):
+    corpus: CorpusSettings = Field(default_factory=CorpusSettings)
+    chunking: ChunkingSettings = Field(default_factory=ChunkingSettings)
+    embedding: EmbeddingSettings = Field(default_factory=EmbeddingSettings)
+
+
+class EvalSetConfig(_Strict):
+    """How the evaluation set is made: synthetic pairs, imported labelled sets, or both."""
+
+    synthetic: bool = True
+    generator: LLMSettings = Field(default_factory=LLMSettings)
+    testset: TestsetSettings = Field(default_factory=TestsetSettings)
+    imports: list[ImportSettings] = Field(default_factory=list)
+    # The ZenML guide's question -> page pairs; they fit the bundled sample corpus.
+    handwritten_retrieval_cases: str | None = "data/sample/eval/handwritten_eval_cases.json"
+    zenml_qa: str | None = None
+
+
+class RetrievalEvalSettings(_Strict):
+    modes: list[RetrievalMode] = Field(default_factory=lambda: ["vector", "bm25", "hybrid"])
+    ks: list[int] = Field(default_factory=lambda: [1, 3, 5, 10])
+    match: MatchSettings = Field(default_factory=MatchSettings)
+
+
+class SystemUnderTest(_Strict):
+    """The RAG system being evaluated; it is versioned as a ZenML model named `model_name`."""
+
+    model_name: str = "ragwatch-rag"
+    rag: RagSettings = Field(default_factory=RagSettings)
+    generator: LLMSettings = Field(default_factory=LLMSettings)
+
+
+class E2ESettings(_Strict):
+    enabled: bool = True
+    tables: str = "configs/e2e_tests.yaml"
+
+
+class EvaluateConfig(_Strict):
+    system: SystemUnderTest = Field(default_factory=SystemUnderTest)
+    retrieval: RetrievalEvalSettings = Field(default_factory=RetrievalEvalSettings)
+    e2e: E2ESettings = Field(default_factory=E2ESettings)
+    judges: JudgesConfig = Field(default_factory=JudgesConfig)
+    gate: GateThresholds = Field(default_factory=GateThresholds)
+    promote: bool = True
+
+
+class FullConfig(_Strict):
+    ingest: IngestConfig = Field(default_factory=IngestConfig)
+    testset: EvalSetConfig = Field(default_factory=EvalSetConfig)
+    evaluate: EvaluateConfig = Field(default_factory=EvaluateConfig)
+
+
+def system_fingerprint(system: SystemUnderTest, embedding: EmbeddingSettings, chunking: ChunkingSettings) -> str:
+    """A stable id of the system under test's configuration: retriever, k, embeddings, generator, prompt.
+
+    Settings that do not change answers (cache, concurrency, retries) are left out.
+    """
+    generator = system.generator.model_dump(
+        include={"model", "api_base", "temperature", "max_tokens", "seed"}
+    )
+    canonical = {
+        "rag": system.rag.model_dump(mode="json"),
+        "generator": generator,
+        "embedding": embedding.model_dump(mode="json", include={"model", "api_base"}),
+        "chunking": chunking.model_dump(mode="json"),
+    }
+    blob = json.dumps(canonical, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(blob.encode()).hexdigest()
+
+
+def corpus_fingerprint(corpus: CorpusSettings) -> str:
+    """A hash of the corpus files' paths, sizes and contents, so that a changed corpus re-runs ingestion."""
+    digest = hashlib.sha256()
+    for pattern in corpus.paths:
+        path = Path(pattern)
+        if path.is_dir():
+            files = sorted(p for p in path.rglob("*") if p.is_file())
+        else:
+            files = sorted(Path(p) for p in glob.glob(pattern, recursive=True) if Path(p).is_file())
+        for file in files:
+            if any(part.startswith(".") for part in file.parts):
+                continue
+            digest.update(str(file).encode())
+            digest.update(hashlib.sha256(file.read_bytes()).digest())
+    return digest.hexdigest()

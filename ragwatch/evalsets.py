@@ -1,0 +1,55 @@
+"""Assemble an evaluation set from the configured sources: imported labelled sets and synthetic pairs."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from ragwatch.config import EvalSetConfig
+from ragwatch.datasets import import_dataset, import_handwritten_retrieval_cases, import_zenml_qa
+from ragwatch.types import EvalSample
+
+
+def import_labelled_samples(config: EvalSetConfig) -> tuple[list[EvalSample], dict[str, Any]]:
+    """Every labelled source of `config`, in order; the report counts imported and skipped rows."""
+    samples: list[EvalSample] = []
+    report: dict[str, Any] = {}
+    sources: list[tuple[str, Any]] = []
+    if config.handwritten_retrieval_cases:
+        path = config.handwritten_retrieval_cases
+        sources.append((f"handwritten:{path}", lambda p=path: import_handwritten_retrieval_cases(p)))
+    if config.zenml_qa:
+        path = config.zenml_qa
+        sources.append((f"zenml_qa:{path}", lambda p=path: import_zenml_qa(p)))
+    for settings in config.imports:
+        sources.append((f"{settings.format}:{settings.path}", lambda s=settings: import_dataset(s)))
+    for name, load in sources:
+        result = load()
+        samples.extend(result.samples)
+        report[name] = {
+            "imported": len(result.samples),
+            "skipped": len(result.skipped),
+            "skipped_rows": [f"{line}: {reason}" for line, reason in result.skipped[:20]],
+        }
+    return samples, report
+
+
+def merge_samples(*groups: Sequence[EvalSample]) -> list[EvalSample]:
+    """Concatenate groups; a sample id seen before is dropped (the same question from two sources)."""
+    seen: set[str] = set()
+    merged: list[EvalSample] = []
+    for group in groups:
+        for sample in group:
+            if sample.id not in seen:
+                seen.add(sample.id)
+                merged.append(sample)
+    return merged
+
+
+def generation_samples(samples: Sequence[EvalSample]) -> list[EvalSample]:
+    """The samples whose answers can be judged: those with a reference answer.
+
+    Retrieval-only cases (question -> page, no reference answer) are evaluated by the retrieval
+    stage only; leaving them out of generation saves one answer and several judge calls each.
+    """
+    return [s for s in samples if s.reference_answer]

@@ -1,0 +1,127 @@
+"""One evaluation, stage by stage, without ZenML: retrieval, answers, handcrafted tests, judges.
+
+The pipeline steps call these functions; a notebook can call them the same way.
+
+Example:
+    >>> index = Index.build(chunks, embedder)  # doctest: +SKIP
+    >>> metrics, per_question = evaluate_retrieval_modes(index, samples, RetrievalEvalSettings(), embedder)  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import pandas as pd
+
+from ragwatch.config import RetrievalEvalSettings, SystemUnderTest
+from ragwatch.e2e import E2EReport, E2ETables, run_e2e_tests
+from ragwatch.embeddings import Embedder
+from ragwatch.index import Index
+from ragwatch.judges import JudgesConfig, build_judges, run_judges
+from ragwatch.llm.client import LLMClient
+from ragwatch.rag import RAGSystem, build_rag
+from ragwatch.results import MetricResult
+from ragwatch.retrieval import evaluate_retrieval
+from ragwatch.types import EvalSample, RagAnswer
+
+
+def has_relevance(sample: EvalSample) -> bool:
+    return bool(sample.relevant or sample.reference_contexts)
+
+
+def evaluate_retrieval_modes(
+    index: Index, samples: Sequence[EvalSample], settings: RetrievalEvalSettings, embedder: Embedder | None
+) -> tuple[dict[str, MetricResult], pd.DataFrame]:
+    """Every retrieval mode of `settings` on the samples that carry relevance labels.
+
+    Metric names are `<mode>/<measure>`, e.g. `hybrid/hit_rate@5`. Samples without labels (e.g.
+    questions the corpus cannot answer) are not retrieval questions; their count is in `details`.
+    """
+    labelled = [s for s in samples if has_relevance(s)]
+    excluded = len(samples) - len(labelled)
+    metrics: dict[str, MetricResult] = {}
+    rows: list[dict[str, Any]] = []
+    if not labelled:
+        return metrics, pd.DataFrame()
+    questions = [s.question for s in labelled]
+    depth = max(settings.ks)
+    for mode in settings.modes:
+        rankings = index.search_many(questions, k=depth, mode=mode, embedder=embedder)
+        report = evaluate_retrieval(
+            labelled, rankings, settings.ks, settings.match, corpus_sources=index.documents()
+        )
+        for name, result in report.metrics.items():
+            result.details.update({"mode": mode, "excluded_without_labels": excluded, "family": "retrieval"})
+            metrics[f"{mode}/{name}"] = result.model_copy(update={"name": f"{mode}/{name}"})
+        for row in report.per_question:
+            rows.append({"mode": mode, **row.model_dump(exclude={"measures"}), **row.measures})
+    return metrics, pd.DataFrame(rows)
+
+
+def build_system(
+    system: SystemUnderTest, index: Index | None, embedder: Embedder | None
+) -> tuple[RAGSystem, LLMClient | None]:
+    """The system under test and (for the built-in one) its generator client."""
+    if system.rag.kind != "builtin":
+        return build_rag(system.rag), None
+    llm = LLMClient(system.generator)
+    return build_rag(system.rag, index=index, embedder=embedder, llm=llm), llm
+
+
+def answer_questions(rag: RAGSystem, samples: Sequence[EvalSample]) -> list[RagAnswer]:
+    """One answer per sample, in order; a failed answer carries its error."""
+    return rag.answer_many([s.question for s in samples])
+
+
+def run_handcrafted_tests(rag: RAGSystem, tables: E2ETables) -> E2EReport:
+    report = run_e2e_tests(tables, rag.answer_many)
+    for result in report.metrics.values():
+        result.details.setdefault("family", "e2e")
+    return report
+
+
+def judge_answers(
+    samples: list[EvalSample],
+    answers: list[RagAnswer],
+    config: JudgesConfig,
+    embedder: Embedder | None = None,
+    generator_llm: LLMClient | None = None,
+) -> tuple[dict[str, MetricResult], dict[str, Any]]:
+    """Every enabled judge on the answered samples; returns the metrics and the judge LLM's usage."""
+    llm = LLMClient(config.llm)
+    judges = build_judges(config, llm, embedder=embedder, generator_llm=generator_llm)
+    metrics = run_judges(judges, samples, answers)
+    for result in metrics.values():
+        result.details.setdefault("family", "judge")
+    return metrics, llm.usage.model_dump()
+
+
+def results_frame(
+    samples: Sequence[EvalSample], answers: Sequence[RagAnswer], metrics: dict[str, MetricResult]
+) -> pd.DataFrame:
+    """One row per sample: question, answer, contexts, reference, and every per-item score and reason.
+
+    Columns per metric: `<metric>` (score or empty), `<metric>__reason`, `<metric>__error`.
+    """
+    rows: dict[str, dict[str, Any]] = {}
+    for sample, answer in zip(samples, answers, strict=True):
+        rows[sample.id] = {
+            "item_id": sample.id,
+            "question": sample.question,
+            "kind": sample.kind,
+            "answer": answer.answer,
+            "answer_error": answer.error,
+            "contexts": [c.text for c in answer.contexts],
+            "context_sources": [c.source or c.chunk_id or "" for c in answer.contexts],
+            "reference_answer": sample.reference_answer,
+        }
+    for name, result in metrics.items():
+        for item in result.items:
+            row = rows.get(item.item_id)
+            if row is None:
+                continue
+            row[name] = item.score
+            row[f"{name}__reason"] = str(item.details.get("reason", "")) if item.details else ""
+            row[f"{name}__error"] = item.error
+    return pd.DataFrame(list(rows.values()))

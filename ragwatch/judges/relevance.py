@@ -1,0 +1,196 @@
+"""Relevance: context relevance (each retrieved passage vs the question) and answer relevance (1-5).
+
+Context relevance asks, per retrieved passage, "does this passage help answer the question?"
+(yes/no with a reason); the item score is the fraction of relevant passages, and with logprobs the
+weighted score is the mean P(yes). Answer relevance grades 1-5 whether the answer addresses the
+question (it does not judge correctness).
+
+Example:
+    >>> ContextRelevanceJudge(llm).evaluate(samples, answers).score  # doctest: +SKIP
+    >>> AnswerRelevanceJudge(llm, threshold=4.0).evaluate(samples, answers).score  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from ragwatch.judges.base import (
+    DATA_RULE,
+    FewShotExample,
+    PromptFamily,
+    answer_error,
+    build_result,
+    check_aligned,
+    fence,
+    generation_error,
+    logprob_overrides,
+    mean,
+    model_name,
+    to_json,
+    usage_of,
+)
+from ragwatch.judges.likert import Criterion, LikertJudge
+from ragwatch.judges.weights import yes_probability_at
+from ragwatch.results import ItemScore, MetricResult
+from ragwatch.types import EvalSample, RagAnswer
+
+PROMPT_VERSION = "context-relevance-v1"
+ANSWER_RELEVANCE_PROMPT_VERSION = "answer-relevance-v1"
+REASON_CHARS = 400
+
+SYSTEM = (
+    "You are a strict evaluation judge. Decide whether a retrieved CONTEXT passage is relevant to a "
+    "QUESTION: relevant means it contains information that helps answer the question. A passage on the "
+    "same topic that does not help answer this question is not relevant.\n"
+    f"{DATA_RULE}\n"
+    'First give a one-sentence reason, then the verdict. Reply with JSON only: {"reason": "<why>", '
+    '"verdict": "yes" or "no"}'
+)
+
+
+class RelevanceVerdict(BaseModel):
+    reason: str = Field(max_length=REASON_CHARS)
+    verdict: Literal["yes", "no"]
+
+
+def context_prompt(question: str, context: str) -> str:
+    return (
+        f"{fence('QUESTION', question)}\n{fence('CONTEXT', context)}\n"
+        "Is the CONTEXT relevant to the QUESTION? Reply with the JSON object only."
+    )
+
+
+class ContextRelevanceJudge:
+    """Fraction of retrieved contexts relevant to the question; no contexts -> failed item."""
+
+    def __init__(
+        self,
+        llm: Any,
+        *,
+        few_shot: Sequence[FewShotExample | dict[str, Any]] = (),
+        use_logprobs: bool = False,
+        name: str = "context_relevance",
+    ) -> None:
+        self.name = name
+        self.llm = llm
+        self.use_logprobs = use_logprobs
+        self.few_shot_messages: list[dict[str, str]] = []
+        for raw in few_shot:
+            ex = FewShotExample.model_validate(raw)
+            if "question" not in ex.input or "context" not in ex.input:
+                raise ValueError("context_relevance few-shot input needs keys 'question' and 'context'")
+            verdict = RelevanceVerdict.model_validate(ex.output)
+            self.few_shot_messages += [
+                {
+                    "role": "user",
+                    "content": context_prompt(str(ex.input["question"]), str(ex.input["context"])),
+                },
+                {"role": "assistant", "content": to_json(verdict.model_dump())},
+            ]
+
+    def evaluate(self, samples: list[EvalSample], answers: list[RagAnswer]) -> MetricResult:
+        check_aligned(samples, answers)
+        pairs: list[tuple[int, int]] = []  # (item index, context index), one call each
+        prompts = []
+        errors: dict[int, str] = {}
+        for i, (sample, answer) in enumerate(zip(samples, answers, strict=True)):
+            if (err := answer_error(answer)) is not None:
+                errors[i] = err
+            elif not answer.contexts:
+                errors[i] = "no retrieved contexts"
+            else:
+                for j, ctx in enumerate(answer.contexts):
+                    pairs.append((i, j))
+                    prompts.append(
+                        [
+                            *self.few_shot_messages,
+                            {"role": "user", "content": context_prompt(sample.question, ctx.text)},
+                        ]
+                    )
+        gens = (
+            self.llm.generate_many(
+                prompts, schema=RelevanceVerdict, system=SYSTEM, **logprob_overrides(self.use_logprobs)
+            )
+            if prompts
+            else []
+        )
+        per_item: dict[int, list[tuple[int, Any]]] = {}
+        for (i, j), gen in zip(pairs, gens, strict=True):
+            per_item.setdefault(i, []).append((j, gen))
+        items = []
+        for i, sample in enumerate(samples):
+            if i in errors:
+                items.append(ItemScore(item_id=sample.id, error=errors[i]))
+                continue
+            results = per_item[i]
+            failed = [(j, g) for j, g in results if not g.ok or g.parsed is None]
+            if failed:
+                j, g = failed[0]
+                items.append(ItemScore(item_id=sample.id, error=f"context {j + 1}: {generation_error(g)}"))
+                continue
+            verdicts = [g.parsed.verdict == "yes" for _, g in results]
+            details: dict[str, Any] = {
+                "context_verdicts": [g.parsed.verdict for _, g in results],
+                "reasons": [g.parsed.reason for _, g in results],
+                "reason": f"{sum(verdicts)} of {len(verdicts)} retrieved contexts relevant",
+            }
+            probs = [yes_probability_at(g) for _, g in results]
+            if all(p is not None for p in probs):
+                details["context_yes_probabilities"] = probs
+                details["weighted_score"] = mean(probs)  # type: ignore[arg-type]
+            items.append(ItemScore(item_id=sample.id, score=sum(verdicts) / len(verdicts), details=details))
+        return build_result(
+            self.name,
+            items,
+            usage_of(gens, model_name(self.llm)),
+            extra={
+                "prompt_version": PROMPT_VERSION,
+                "higher_is_better": True,
+                "scale": [0, 1],
+                "judge_model": model_name(self.llm),
+            },
+        )
+
+
+ANSWER_RELEVANCE = Criterion(
+    name="answer relevance",
+    description=(
+        "Does the ANSWER address the QUESTION that was asked? Judge only whether it responds to the "
+        "question, not whether its facts are correct."
+    ),
+    rubric={
+        1: "The answer does not address the question at all (off-topic, or empty).",
+        2: "The answer is mostly off-topic; it only touches the subject of the question.",
+        3: "The answer partly addresses the question but misses important parts or wanders off.",
+        4: "The answer addresses the question, with minor gaps or digressions.",
+        5: "The answer fully and directly addresses the question.",
+    },
+)
+
+
+class AnswerRelevanceJudge(LikertJudge):
+    """1-5: does the answer address the question."""
+
+    def __init__(
+        self,
+        llm: Any,
+        *,
+        threshold: float | None = 4.0,
+        prompt_family: PromptFamily = "json",
+        few_shot: Sequence[FewShotExample | dict[str, Any]] = (),
+        use_logprobs: bool = False,
+        name: str = "answer_relevance",
+    ) -> None:
+        super().__init__(
+            name,
+            ANSWER_RELEVANCE,
+            llm,
+            threshold=threshold,
+            prompt_family=prompt_family,
+            few_shot=few_shot,
+            use_logprobs=use_logprobs,
+            prompt_version=ANSWER_RELEVANCE_PROMPT_VERSION,
+        )

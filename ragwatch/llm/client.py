@@ -1,0 +1,504 @@
+"""`LLMClient`: the one door for every LLM call (structured output, retries, cache, usage, cost).
+
+Example:
+    >>> from typing import Literal
+    >>> from pydantic import BaseModel
+    >>> class Verdict(BaseModel):
+    ...     verdict: Literal["yes", "no"]
+    >>> client = LLMClient(LLMSettings(model="local/smollm2-135m-instruct"))
+    >>> gen = client.generate("Is the sky blue? Answer yes or no.", schema=Verdict)
+    >>> gen.parsed.verdict if gen.ok else gen.error
+    'yes'
+    >>> gens = client.generate_many(["q1", "q2"], schema=Verdict, desc="judge")  # never raises per item
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import threading
+import time
+import weakref
+from collections.abc import Coroutine, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+import litellm
+from pydantic import BaseModel
+from tqdm.auto import tqdm
+
+from ragwatch.llm import structured
+from ragwatch.llm.cache import GenerationCache, cache_key, default_cache_root
+from ragwatch.llm.retry import (
+    AdaptiveLimiter,
+    FatalLLMError,
+    backoff_s,
+    classify,
+    describe,
+    is_auth_error,
+    retry_after_s,
+)
+from ragwatch.llm.types import Generation, LLMSettings, TokenLogprob, Usage
+
+litellm.suppress_debug_info = True  # no "Give Feedback" banners in our logs
+log = logging.getLogger("ragwatch.llm")
+
+Prompt = str | Sequence[dict[str, Any]]
+T = TypeVar("T")
+
+OVERRIDES = frozenset(
+    {"temperature", "max_tokens", "seed", "logprobs", "top_logprobs", "top_p", "stop", "mock_response"}
+)
+LOCAL_PREFIX = "local/"
+
+
+@dataclass
+class _Request:
+    messages: list[dict[str, Any]]
+    schema: type[BaseModel] | None
+    params: dict[str, Any]
+    mock_response: Any
+    key: str
+
+
+@dataclass
+class _Batch:
+    """State shared by the items of one batch: the concurrency bound and a fatal-error stop."""
+
+    limiter: AdaptiveLimiter
+    fatal: list[str] = field(default_factory=list)
+
+
+class LLMClient:
+    """Calls one model (any litellm model string, or `local/<name>` in process) with retries,
+    structured output and repair, a persistent cache, bounded concurrency and usage accounting."""
+
+    def __init__(self, settings: LLMSettings | None = None) -> None:
+        self.settings = settings or LLMSettings()
+        self.is_local = self.settings.model.startswith(LOCAL_PREFIX)
+        if self.is_local:
+            from ragwatch.llm import local
+            from ragwatch.llm.models import get_model
+
+            get_model(self.settings.model.removeprefix(LOCAL_PREFIX))  # a typo fails here, naming the choices
+            local.register()
+        self.usage = Usage(model=self.settings.model)
+        self._usage_lock = threading.Lock()
+        self._cache: GenerationCache | None = None
+        if self.settings.cache:
+            root = (
+                Path(self.settings.cache_dir).expanduser()
+                if self.settings.cache_dir
+                else default_cache_root()
+            )
+            self._cache = GenerationCache(root / "llm")
+        # the in-process model runs one call at a time; more in flight would only queue on its lock
+        self.max_concurrency = 1 if self.is_local else max(1, self.settings.concurrency)
+        # one bound per event loop, shared by every call of this client on it (and kept between
+        # batches, so a rate limit is not forgotten); asyncio primitives cannot cross loops
+        self._limiters: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, AdaptiveLimiter] = (
+            weakref.WeakKeyDictionary()
+        )
+        self.last_limiter: AdaptiveLimiter | None = None  # of the last call or batch, for inspection
+
+    def _limiter(self) -> AdaptiveLimiter:
+        loop = asyncio.get_running_loop()
+        limiter = self._limiters.get(loop)
+        if limiter is None:
+            limiter = self._limiters[loop] = AdaptiveLimiter(self.max_concurrency)
+        self.last_limiter = limiter
+        return limiter
+
+    # ----------------------------------------------------------------------------------- public API
+    def generate(
+        self,
+        prompt: Prompt,
+        *,
+        schema: type[BaseModel] | None = None,
+        system: str | None = None,
+        **overrides: Any,
+    ) -> Generation:
+        """One call: a `Generation` that is ok, or failed with `error` (and `raw` when a reply came)."""
+        return _run_sync(self.agenerate(prompt, schema=schema, system=system, **overrides))
+
+    async def agenerate(
+        self,
+        prompt: Prompt,
+        *,
+        schema: type[BaseModel] | None = None,
+        system: str | None = None,
+        **overrides: Any,
+    ) -> Generation:
+        request = self._request(prompt, schema, system, overrides)
+        return await self._generate(request, _Batch(self._limiter()))
+
+    def generate_many(
+        self,
+        prompts: Sequence[Prompt],
+        *,
+        schema: type[BaseModel] | None = None,
+        desc: str | None = None,
+        system: str | None = None,
+        **overrides: Any,
+    ) -> list[Generation]:
+        """Many calls, `settings.concurrency` in flight, results in input order; a failing item
+        becomes a failed `Generation`, it never raises. Bad arguments raise before any call."""
+        return _run_sync(self.agenerate_many(prompts, schema=schema, desc=desc, system=system, **overrides))
+
+    async def agenerate_many(
+        self,
+        prompts: Sequence[Prompt],
+        *,
+        schema: type[BaseModel] | None = None,
+        desc: str | None = None,
+        system: str | None = None,
+        **overrides: Any,
+    ) -> list[Generation]:
+        if isinstance(prompts, str):
+            raise TypeError("generate_many takes a list of prompts; for one prompt call generate()")
+        requests = [self._request(p, schema, system, overrides) for p in prompts]
+        batch = _Batch(self._limiter())
+        results: list[Generation | None] = [None] * len(requests)
+        with tqdm(total=len(requests), desc=desc or self.settings.model, disable=None, leave=False) as bar:
+
+            async def one(i: int, request: _Request) -> None:
+                try:
+                    results[i] = await self._generate(request, batch)
+                except Exception as exc:  # a bug must not sink the batch: record it on the item
+                    results[i] = self._failed(f"unexpected error: {describe(exc, self._api_key())}", 0.0)
+                    self._account(results[i])
+                bar.update(1)
+
+            await asyncio.gather(*(one(i, r) for i, r in enumerate(requests)))
+        return [r for r in results if r is not None]
+
+    def usage_since(self, mark: Usage) -> Usage:
+        """Usage accrued after `mark = client.usage.model_copy()`: the record of one batch."""
+        return self.usage.since(mark)
+
+    def perplexity(self, text: str) -> float:
+        """Perplexity of `text` under the model (exp of the mean negative token log-likelihood).
+
+        Only the in-process provider can score a given text correctly; API providers cannot.
+        """
+        if not self.is_local:
+            raise NotImplementedError(
+                f"perplexity needs a provider that can score a given text; {self.settings.model!r} cannot. "
+                "Use a local model, e.g. LLMSettings(model='local/smollm2-135m-instruct')."
+            )
+        from ragwatch.llm import local
+
+        return local.perplexity(self.settings.model.removeprefix(LOCAL_PREFIX), text)
+
+    # ------------------------------------------------------------------------------------ requests
+    def _request(
+        self, prompt: Prompt, schema: type[BaseModel] | None, system: str | None, overrides: dict[str, Any]
+    ) -> _Request:
+        overrides = dict(overrides)  # shared by every item of a batch: never mutate the caller's
+        unknown = set(overrides) - OVERRIDES
+        if unknown:
+            raise TypeError(f"unknown generation option(s) {sorted(unknown)}; allowed: {sorted(OVERRIDES)}")
+        if schema is not None and not (isinstance(schema, type) and issubclass(schema, BaseModel)):
+            raise TypeError(f"schema must be a pydantic BaseModel class, got {schema!r}")
+        messages = _messages(prompt)
+        s = self.settings
+        params: dict[str, Any] = {"temperature": s.temperature, "max_tokens": s.max_tokens}
+        if s.seed is not None:
+            params["seed"] = s.seed
+        if s.logprobs or s.top_logprobs:
+            params["logprobs"] = True
+            if s.top_logprobs:
+                params["top_logprobs"] = s.top_logprobs
+        params.update(s.extra)
+        mock = overrides.pop("mock_response", None)
+        params.update({k: v for k, v in overrides.items() if v is not None})
+        if params.get("top_logprobs"):
+            params["logprobs"] = True
+        if schema is not None:
+            mode = structured.output_mode(s.model)
+            params["response_format"] = structured.response_format(schema, mode)
+            if mode == "json_object":
+                hint = structured.schema_hint(schema)
+                system = f"{system}\n\n{hint}" if system else hint
+        if system:
+            messages = [{"role": "system", "content": system}, *messages]
+        key = cache_key(
+            {
+                "model": s.model,
+                "api_base": s.api_base,
+                "messages": messages,
+                "params": params,
+                "schema": structured.schema_json(schema) if schema is not None else None,
+                # a mocked reply is part of what the "model" said, so it must be part of the key
+                "mock_response": repr(mock) if mock is not None else None,
+            }
+        )
+        return _Request(messages, schema, params, mock, key)
+
+    def _api_key(self) -> str | None:
+        env = self.settings.api_key_env
+        return os.environ.get(env) if env else None
+
+    def _litellm_kwargs(self, messages: list[dict[str, Any]], request: _Request) -> dict[str, Any]:
+        s = self.settings
+        kwargs: dict[str, Any] = {
+            "model": s.model,
+            "messages": messages,
+            **request.params,
+            "num_retries": 0,
+            "max_retries": 0,
+        }  # retries are ours, not litellm's
+        if not self.is_local:
+            kwargs["timeout"] = s.timeout_s
+        if s.api_base:
+            kwargs["api_base"] = s.api_base
+        if request.mock_response is not None:
+            kwargs["mock_response"] = request.mock_response
+            return kwargs
+        if s.api_key_env:
+            key = os.environ.get(s.api_key_env)
+            if not key:
+                raise FatalLLMError(
+                    f"no API key for {s.model!r}: set the environment variable named by api_key_env "
+                    f"({s.api_key_env}) or a ZenML secret that exports it"
+                )
+            kwargs["api_key"] = key
+        elif s.api_base and not self.is_local:
+            kwargs["api_key"] = "not-needed"  # OpenAI-compatible local servers take any key
+        return kwargs
+
+    # --------------------------------------------------------------------------------- one item
+    async def _generate(self, request: _Request, batch: _Batch) -> Generation:
+        started = time.perf_counter()
+        if self._cache is not None:
+            hit = await asyncio.to_thread(self._cache.get, request.key)  # keep the event loop free
+            if hit is not None:
+                gen = self._from_cache(hit, request, started)
+                if gen is not None:
+                    self._account(gen)
+                    return gen
+        gen = await self._call_and_validate(request, batch, started)
+        if gen.ok and self._cache is not None:
+            await asyncio.to_thread(
+                self._cache.put, request.key, gen.model_dump(mode="json", exclude={"parsed"})
+            )
+        self._account(gen)
+        return gen
+
+    def _from_cache(self, hit: dict[str, Any], request: _Request, started: float) -> Generation | None:
+        gen = Generation.model_validate(hit)
+        if request.schema is not None:
+            parsed, problem = structured.parse_reply(gen.text, request.schema)
+            if problem is not None:  # the schema changed shape under the same name: ask again
+                return None
+            gen.parsed = parsed
+        gen.cached = True
+        gen.cost_usd = 0.0
+        gen.latency_s = time.perf_counter() - started
+        return gen
+
+    async def _call_and_validate(self, request: _Request, batch: _Batch, started: float) -> Generation:
+        messages = list(request.messages)
+        totals = {"prompt_tokens": 0, "completion_tokens": 0, "cost_usd": 0.0, "retries": 0, "sent": 0}
+        repairs = 0
+        while True:
+            response, error = await self._call_with_retries(messages, request, batch, totals)
+            if error is not None:
+                return self._failed(error, time.perf_counter() - started, repairs=repairs, **totals)
+            text, logprobs, finish = _reply(response)
+            if request.schema is None:
+                return self._ok(text, None, logprobs, started, repairs, totals)
+            parsed, problem = structured.parse_reply(text, request.schema)
+            if problem is None:
+                return self._ok(text, parsed, logprobs, started, repairs, totals)
+            if finish == "length":
+                problem += " (the reply was cut at max_tokens; raise max_tokens or bound the schema)"
+            if repairs >= self.settings.max_repairs:
+                return self._failed(
+                    f"invalid structured output after {repairs} repair(s): {problem}",
+                    time.perf_counter() - started,
+                    raw=text,
+                    repairs=repairs,
+                    **totals,
+                )
+            repairs += 1
+            messages = messages + structured.repair_messages(text, problem)
+
+    async def _call_with_retries(
+        self, messages: list[dict[str, Any]], request: _Request, batch: _Batch, totals: dict[str, Any]
+    ) -> tuple[Any, str | None]:
+        s = self.settings
+        secret = self._api_key()
+        for attempt in range(s.max_retries + 1):
+            try:
+                kwargs = self._litellm_kwargs(messages, request)
+                async with batch.limiter:
+                    # checked after the wait for a slot: items queued behind a fatal one are not sent
+                    if batch.fatal:
+                        return None, f"not attempted: an earlier item failed fatally ({batch.fatal[0]})"
+                    totals["sent"] += 1
+                    response = await self._acompletion(kwargs)
+            except Exception as exc:
+                kind = classify(exc)
+                reason = describe(exc, secret)
+                if kind == "fatal":
+                    if is_auth_error(exc):
+                        reason = (
+                            f"authentication failed for {s.model!r}: set the environment variable named "
+                            f"by api_key_env ({s.api_key_env or 'unset in the LLM settings'}) to a valid "
+                            f"key. {reason}"
+                        )
+                    if request.mock_response is None:  # a mocked error must not stop real items
+                        batch.fatal.append(reason)
+                    return None, f"failed without retry: {reason}"
+                if attempt >= s.max_retries:
+                    return None, f"gave up after {attempt + 1} attempt(s): {reason}"
+                wait = retry_after_s(exc)
+                if kind == "rate_limit":
+                    batch.limiter.on_rate_limit()
+                delay = backoff_s(attempt, s.retry_base_s, s.retry_max_s)
+                delay = max(delay, wait) if wait is not None else delay
+                log.info("%s: retry %d in %.2fs after %s", s.model, attempt + 1, delay, reason)
+                totals["retries"] += 1
+                await asyncio.sleep(delay)
+                continue
+            batch.limiter.on_success()
+            usage = getattr(response, "usage", None)
+            totals["prompt_tokens"] += int(getattr(usage, "prompt_tokens", 0) or 0)
+            totals["completion_tokens"] += int(getattr(usage, "completion_tokens", 0) or 0)
+            totals["cost_usd"] += self._cost(response)
+            return response, None
+        raise AssertionError("unreachable")  # the loop always returns
+
+    async def _acompletion(self, kwargs: dict[str, Any]) -> Any:
+        if self.is_local:  # the thread behind it cannot be interrupted; generation is bounded by max_tokens
+            return await litellm.acompletion(**kwargs)
+        # litellm's own timeout covers the HTTP call; this bounds anything else that could hang
+        return await asyncio.wait_for(litellm.acompletion(**kwargs), timeout=self.settings.timeout_s + 5.0)
+
+    def _cost(self, response: Any) -> float:
+        if self.is_local:
+            return 0.0
+        # litellm already priced the response for its own logging: reuse it, pricing twice costs ~5 ms
+        known = getattr(response, "_hidden_params", {}).get("response_cost")
+        if known is not None:
+            return float(known)
+        try:
+            return float(litellm.completion_cost(completion_response=response) or 0.0)
+        except Exception:  # models absent from litellm's price map cost "unknown", counted as 0
+            return 0.0
+
+    # ------------------------------------------------------------------------------ bookkeeping
+    def _ok(
+        self,
+        text: str,
+        parsed: Any,
+        logprobs: list[TokenLogprob] | None,
+        started: float,
+        repairs: int,
+        totals: dict[str, Any],
+    ) -> Generation:
+        return Generation(
+            model=self.settings.model,
+            text=text,
+            parsed=parsed,
+            logprobs=logprobs,
+            prompt_tokens=totals["prompt_tokens"],
+            completion_tokens=totals["completion_tokens"],
+            latency_s=time.perf_counter() - started,
+            cost_usd=totals["cost_usd"],
+            attempts=1 + totals["retries"],
+            repairs=repairs,
+        )
+
+    def _failed(
+        self,
+        error: str,
+        latency_s: float,
+        *,
+        raw: str | None = None,
+        repairs: int = 0,
+        prompt_tokens: int = 0,
+        completion_tokens: int = 0,
+        cost_usd: float = 0.0,
+        retries: int = 0,
+        sent: int = 0,
+    ) -> Generation:
+        return Generation(
+            model=self.settings.model,
+            error=error,
+            raw=raw,
+            prompt_tokens=prompt_tokens,
+            completion_tokens=completion_tokens,
+            latency_s=latency_s,
+            cost_usd=cost_usd,
+            attempts=(1 + retries) if sent else 0,
+            repairs=repairs,
+        )
+
+    def _account(self, gen: Generation) -> None:
+        with self._usage_lock:
+            self.usage.add(gen)
+
+
+def _messages(prompt: Prompt) -> list[dict[str, Any]]:
+    if isinstance(prompt, str):
+        if not prompt.strip():
+            raise ValueError("the prompt is empty; pass the text to send to the model")
+        return [{"role": "user", "content": prompt}]
+    messages = list(prompt)
+    if not messages or not all(isinstance(m, dict) and "role" in m and "content" in m for m in messages):
+        raise ValueError(
+            "a prompt is a string or a non-empty list of chat messages like "
+            "[{'role': 'user', 'content': '...'}]"
+        )
+    return [dict(m) for m in messages]
+
+
+def _reply(response: Any) -> tuple[str, list[TokenLogprob] | None, str | None]:
+    choice = response.choices[0]
+    text = getattr(choice.message, "content", None) or ""
+    return text, _token_logprobs(getattr(choice, "logprobs", None)), getattr(choice, "finish_reason", None)
+
+
+def _get(obj: Any, name: str) -> Any:
+    return obj.get(name) if isinstance(obj, dict) else getattr(obj, name, None)
+
+
+def _token_logprobs(raw: Any) -> list[TokenLogprob] | None:
+    """OpenAI-style `logprobs.content` (token, logprob, top_logprobs) as `TokenLogprob`s."""
+    content = _get(raw, "content") if raw is not None else None
+    if not content:
+        return None
+    tokens = []
+    for item in content:
+        top = {str(_get(t, "token")): float(_get(t, "logprob")) for t in (_get(item, "top_logprobs") or [])}
+        tokens.append(
+            TokenLogprob(token=str(_get(item, "token")), logprob=float(_get(item, "logprob")), top=top)
+        )
+    return tokens
+
+
+# ---------------------------------------------------------------------------- sync over async
+_loop: asyncio.AbstractEventLoop | None = None
+_loop_lock = threading.Lock()
+
+
+def _background_loop() -> asyncio.AbstractEventLoop:
+    """One long-lived event loop on a daemon thread serves every sync call: litellm caches async
+    HTTP clients per loop, so a fresh `asyncio.run` per call would strand them; and it also works
+    when the caller already runs a loop (notebooks)."""
+    global _loop
+    with _loop_lock:
+        if _loop is None or _loop.is_closed():
+            _loop = asyncio.new_event_loop()
+            threading.Thread(target=_loop.run_forever, name="ragwatch-llm-loop", daemon=True).start()
+        return _loop
+
+
+def _run_sync(coro: Coroutine[Any, Any, T]) -> T:
+    return asyncio.run_coroutine_threadsafe(coro, _background_loop()).result()

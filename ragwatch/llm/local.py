@@ -1,0 +1,274 @@
+"""The in-process llama.cpp provider, registered with litellm as `local/<name>`.
+
+One llama context per model per process, guarded by a lock (llama.cpp contexts are not
+thread-safe). Token logprobs come from a logits processor on that same context. A second context
+with `logits_all=True` is loaded only for perplexity: it reserves n_ctx x vocab floats (so its
+window is capped at PERPLEXITY_CTX) and pays an lm-head pass per prompt token.
+
+Example:
+    >>> register()
+    >>> litellm.completion(model="local/smollm2-135m-instruct", messages=[{"role": "user", "content": "hi"}])
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import math
+import threading
+import time
+import uuid
+from typing import Any
+
+import litellm
+from litellm.llms.custom_llm import CustomLLM, CustomLLMError
+from litellm.types.utils import ModelResponse
+
+from ragwatch.llm.models import ModelNotInstalledError, get_model, model_path
+
+N_THREADS = 2
+PERPLEXITY_CTX = 2048  # Qwen's 152k vocabulary: 2048 x 152k floats = 1.2 GB of logits
+_PASSED = (
+    "temperature",
+    "max_tokens",
+    "seed",
+    "response_format",
+    "logprobs",
+    "top_logprobs",
+    "top_p",
+    "stop",
+)
+
+_models: dict[tuple[str, bool], Any] = {}
+_locks: dict[str, threading.Lock] = {}
+_registry_lock = threading.Lock()
+
+
+def load(name: str, *, logits_all: bool = False) -> tuple[Any, threading.Lock]:
+    """The process-wide llama context of a model (loaded on first use) and the lock that guards it."""
+    with _registry_lock:
+        lock = _locks.setdefault(name, threading.Lock())
+        key = (name, logits_all)
+        if key not in _models:
+            try:
+                from llama_cpp import Llama
+            except ImportError as exc:
+                raise ModelNotInstalledError(
+                    "the local provider needs llama-cpp-python (a portable build: "
+                    "CMAKE_ARGS='-DGGML_NATIVE=OFF' pip install llama-cpp-python==0.3.36)"
+                ) from exc
+            spec = get_model(name)
+            _models[key] = Llama(
+                model_path=str(model_path(name)),
+                n_ctx=min(spec.n_ctx, PERPLEXITY_CTX) if logits_all else spec.n_ctx,
+                n_threads=N_THREADS,
+                logits_all=logits_all,
+                verbose=False,
+            )
+        return _models[key], lock
+
+
+def loaded() -> list[tuple[str, bool]]:
+    """(name, logits_all) of the contexts loaded in this process."""
+    return list(_models)
+
+
+@atexit.register
+def close_all() -> None:
+    """Free every context; left to interpreter teardown, llama.cpp prints harmless tracebacks."""
+    with _registry_lock:
+        for llm in _models.values():
+            llm.close()
+        _models.clear()
+
+
+def _llama_response_format(response_format: Any) -> Any:
+    """Map OpenAI's json_schema form onto llama-cpp-python's `{"type": "json_object", "schema": ...}`."""
+    if isinstance(response_format, dict) and response_format.get("type") == "json_schema":
+        schema = response_format.get("json_schema", {}).get("schema")
+        return {"type": "json_object", **({"schema": schema} if schema else {})}
+    return response_format
+
+
+class _LogprobRecorder:
+    """A logits processor that records log-softmax of the raw logits at every sampling step.
+
+    llama-cpp-python's own logprobs need `logits_all=True` (an lm-head pass over every prompt
+    token: seconds on an 800-token prompt) and sort the whole vocabulary in Python per token;
+    this sees the same pre-grammar logits of the decode steps only and keeps the top-k by
+    `argpartition`. The token sampled at step j is the last input id at step j+1.
+    """
+
+    def __init__(self, llm: Any, top_k: int) -> None:
+        self.llm = llm
+        self.top_k = max(1, top_k)
+        self.prompt_len: int | None = None
+        self.tokens: list[dict[str, Any]] = []
+        self._pending: Any = None  # log-softmax of the step whose token is not known yet
+
+    def _piece(self, token_id: int) -> str:
+        return self.llm.detokenize([int(token_id)]).decode("utf-8", errors="ignore")
+
+    def _close_step(self, token_id: int) -> None:
+        import numpy as np
+
+        lsm = self._pending
+        top_ids = np.argpartition(lsm, -self.top_k)[-self.top_k :]
+        top_ids = top_ids[np.argsort(lsm[top_ids])[::-1]]
+        self.tokens.append(
+            {
+                "token": self._piece(token_id),
+                "logprob": float(lsm[token_id]),
+                "top_logprobs": [{"token": self._piece(i), "logprob": float(lsm[i])} for i in top_ids],
+            }
+        )
+        self._pending = None
+
+    def __call__(self, input_ids: Any, scores: Any) -> Any:
+        import numpy as np
+
+        if self.prompt_len is None:
+            self.prompt_len = len(input_ids)
+        elif self._pending is not None:
+            self._close_step(int(input_ids[-1]))
+        logits = np.asarray(scores, dtype=np.float32)
+        peak = float(logits.max())
+        self._pending = logits - (peak + math.log(float(np.exp(logits - peak).sum())))
+        return scores
+
+    def finish(self, text: str, completion_tokens: int) -> dict[str, Any]:
+        """The OpenAI-style `logprobs` of the reply; the last token, never fed back to the
+        model, is recovered by tokenizing the reply."""
+        if self._pending is not None and len(self.tokens) < completion_tokens:
+            ids = self.llm.tokenize(text.encode("utf-8"), add_bos=False, special=False)
+            if len(ids) == len(self.tokens) + 1:
+                self._close_step(int(ids[-1]))
+        return {"content": self.tokens}
+
+
+def chat(name: str, messages: list[dict[str, Any]], **params: Any) -> dict[str, Any]:
+    """One chat completion on the local model, in OpenAI's response shape."""
+    kwargs = {k: v for k, v in params.items() if k in _PASSED and v is not None}
+    if "response_format" in kwargs:
+        kwargs["response_format"] = _llama_response_format(kwargs["response_format"])
+    wants_logprobs = bool(kwargs.pop("logprobs", None) or kwargs.get("top_logprobs"))
+    top_k = int(kwargs.pop("top_logprobs", None) or 1)
+    llm, lock = load(name)
+    with lock:
+        recorder = _LogprobRecorder(llm, top_k) if wants_logprobs else None
+        if recorder is not None:
+            from llama_cpp import LogitsProcessorList
+
+            kwargs["logits_processor"] = LogitsProcessorList([recorder])
+        result = llm.create_chat_completion(messages=messages, **kwargs)
+        if recorder is not None:
+            choice = result["choices"][0]
+            text = choice["message"].get("content") or ""
+            choice["logprobs"] = recorder.finish(text, result.get("usage", {}).get("completion_tokens", 0))
+    return result
+
+
+def perplexity(name: str, text: str) -> float:
+    """exp(mean negative log-likelihood) of `text`'s tokens, each given the tokens before it.
+
+    Computed from `Llama.eval` + `Llama.scores`: echo logprobs of a completion call are wrong for
+    models without a BOS token. Without a BOS the first token has no context and is not scored.
+    """
+    import numpy as np
+
+    llm, lock = load(name, logits_all=True)
+    tokens = llm.tokenize(text.encode("utf-8"), add_bos=True, special=False)
+    if len(tokens) < 2:
+        raise ValueError("perplexity needs a text of at least two tokens")
+    if len(tokens) > llm.n_ctx():
+        raise ValueError(
+            f"the text has {len(tokens)} tokens, more than the model's context ({llm.n_ctx()}); split it"
+        )
+    with lock:
+        llm.reset()
+        llm.eval(tokens)
+        logits = np.array(llm.scores[: len(tokens) - 1, :], dtype=np.float64)
+    shifted = logits - logits.max(axis=1, keepdims=True)
+    log_norm = np.log(np.exp(shifted).sum(axis=1))
+    targets = np.asarray(tokens[1:])
+    token_logprobs = shifted[np.arange(len(targets)), targets] - log_norm
+    value = math.exp(-float(token_logprobs.mean()))
+    if not math.isfinite(value):
+        raise ValueError("perplexity is not finite for this text")
+    return value
+
+
+class LocalProvider(CustomLLM):
+    """litellm handler for `local/<name>`: runs the packaged GGUF model in this process."""
+
+    def completion(
+        self,
+        model: str,
+        messages: list,
+        api_base: str,
+        custom_prompt_dict: dict,
+        model_response: ModelResponse,
+        print_verbose: Any,
+        encoding: Any,
+        api_key: Any,
+        logging_obj: Any,
+        optional_params: dict,
+        *args: Any,
+        **kwargs: Any,
+    ) -> ModelResponse:
+        name = model.removeprefix("local/")
+        try:
+            get_model(name)
+            started = time.perf_counter()
+            result = chat(name, messages, **optional_params)
+        except (ModelNotInstalledError, ValueError) as exc:
+            # 4xx: litellm maps it to a non-retryable error, and the message says what to install
+            raise CustomLLMError(status_code=400, message=str(exc)) from exc
+        result.setdefault("id", f"local-{uuid.uuid4().hex}")
+        response = ModelResponse(**result)
+        response.model = f"local/{name}"
+        response._hidden_params["local_latency_s"] = time.perf_counter() - started
+        return response
+
+    async def acompletion(
+        self,
+        model: str,
+        messages: list,
+        api_base: str,
+        custom_prompt_dict: dict,
+        model_response: ModelResponse,
+        print_verbose: Any,
+        encoding: Any,
+        api_key: Any,
+        logging_obj: Any,
+        optional_params: dict,
+        *args: Any,
+        **kwargs: Any,
+    ) -> ModelResponse:
+        return await asyncio.to_thread(
+            self.completion,
+            model,
+            messages,
+            api_base,
+            custom_prompt_dict,
+            model_response,
+            print_verbose,
+            encoding,
+            api_key,
+            logging_obj,
+            optional_params,
+            *args,
+            **kwargs,
+        )
+
+
+_provider = LocalProvider()
+
+
+def register() -> None:
+    """Make `model="local/<name>"` work in litellm (idempotent)."""
+    with _registry_lock:
+        if not any(entry.get("provider") == "local" for entry in litellm.custom_provider_map):
+            litellm.custom_provider_map.append({"provider": "local", "custom_handler": _provider})
+            # litellm reads the provider list when the map changes
+            litellm.utils.custom_llm_setup()

@@ -1,0 +1,146 @@
+"""Retry policy for provider faults: classify an exception, pick a delay, adapt concurrency.
+
+Transient faults (429, 5xx, timeouts, dropped connections) are retried with exponential backoff and
+full jitter, honouring Retry-After. Auth errors, bad requests and unknown models fail fast.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import random
+import re
+import time
+from typing import Literal
+
+import litellm
+
+Kind = Literal["rate_limit", "transient", "fatal"]
+
+_TRANSIENT = (
+    litellm.Timeout,
+    litellm.APIConnectionError,
+    litellm.InternalServerError,
+    litellm.ServiceUnavailableError,
+    litellm.BadGatewayError,
+    asyncio.TimeoutError,
+    ConnectionError,
+)
+_FATAL = (
+    litellm.AuthenticationError,
+    litellm.PermissionDeniedError,
+    litellm.BadRequestError,
+    litellm.NotFoundError,
+    litellm.UnprocessableEntityError,
+)
+_KEYLIKE = re.compile(r"(?i)(api[_-]?key[^:=]{0,20}[:=]\s*|bearer\s+|key provided:\s*)\S+")
+
+
+class FatalLLMError(Exception):
+    """A configuration problem no retry can fix (missing key, missing model, bad request)."""
+
+
+def classify(exc: BaseException) -> Kind:
+    if isinstance(exc, litellm.RateLimitError):
+        return "rate_limit"
+    if isinstance(exc, (FatalLLMError, *_FATAL)):
+        return "fatal"
+    if is_auth_error(exc):
+        return "fatal"  # litellm maps a missing key to a 500; no retry can fix it
+    if isinstance(exc, _TRANSIENT):
+        return "transient"
+    status = getattr(exc, "status_code", None)
+    if isinstance(status, int):
+        if status == 429:
+            return "rate_limit"
+        if status >= 500 or status == 408:
+            return "transient"
+        return "fatal"
+    return "transient" if isinstance(exc, litellm.APIError) else "fatal"
+
+
+def is_auth_error(exc: BaseException) -> bool:
+    return isinstance(exc, litellm.AuthenticationError | litellm.PermissionDeniedError) or (
+        "Missing credentials" in str(exc) or "api_key client option must be set" in str(exc)
+    )
+
+
+def retry_after_s(exc: BaseException) -> float | None:
+    """Seconds the provider asked us to wait (Retry-After as seconds or an HTTP date), if any."""
+    for headers in (
+        getattr(exc, "litellm_response_headers", None),
+        getattr(getattr(exc, "response", None), "headers", None),
+        getattr(exc, "headers", None),
+    ):
+        if not headers:
+            continue
+        value = headers.get("retry-after") or headers.get("Retry-After")
+        if value is None:
+            continue
+        try:
+            return max(float(value), 0.0)
+        except ValueError:
+            parsed = email.utils.parsedate_tz(value)
+            if parsed is not None:
+                return max(email.utils.mktime_tz(parsed) - time.time(), 0.0)
+    return None
+
+
+def backoff_s(retry_index: int, base_s: float, max_s: float) -> float:
+    """Full-jitter exponential backoff: uniform in [0, min(max, base * 2**i)], at least base/2."""
+    ceiling = min(max_s, base_s * 2**retry_index)
+    return max(random.uniform(0.0, ceiling), min(base_s / 2, ceiling))
+
+
+def scrub(text: str, secret: str | None) -> str:
+    """Remove an API key (and key-like fragments providers echo back) from a message."""
+    if secret:
+        text = text.replace(secret, "[redacted]")
+    return _KEYLIKE.sub(lambda m: m.group(1) + "[redacted]", text)
+
+
+def describe(exc: BaseException, secret: str | None) -> str:
+    message = str(exc) or type(exc).__name__
+    # litellm appends long help banners; the first lines carry the reason
+    message = " ".join(message.split("\n")[:3]).strip()
+    return scrub(f"{type(exc).__name__}: {message}"[:600], secret)
+
+
+class AdaptiveLimiter:
+    """Bounds calls in flight; halves the bound on a rate limit, grows it back by one per
+    `limit` successes (AIMD), never above `max_limit`.
+
+    Example:
+        >>> limiter = AdaptiveLimiter(8)
+        >>> async with limiter: ...
+    """
+
+    def __init__(self, max_limit: int, start: int | None = None) -> None:
+        self.max_limit = max(1, max_limit)
+        self.limit = min(self.max_limit, max(1, start or self.max_limit))
+        self.lowest = self.limit  # how far the bound fell: evidence of backing off
+        self.in_flight = 0
+        self._streak = 0
+        self._cond = asyncio.Condition()
+
+    async def __aenter__(self) -> AdaptiveLimiter:
+        async with self._cond:
+            await self._cond.wait_for(lambda: self.in_flight < self.limit)
+            self.in_flight += 1
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        async with self._cond:
+            self.in_flight -= 1
+            self._cond.notify_all()
+
+    def on_rate_limit(self) -> None:
+        self.limit = max(1, self.limit // 2)
+        self.lowest = min(self.lowest, self.limit)
+        self._streak = 0
+
+    def on_success(self) -> None:
+        self._streak += 1
+        if self._streak >= self.limit and self.limit < self.max_limit:
+            self.limit += 1
+            self._streak = 0

@@ -1,0 +1,128 @@
+"""The LLM layer's data types: settings, one generation's outcome, and usage totals.
+
+Every LLM call in ragwatch returns a `Generation`: either `ok` with text (and a validated
+`parsed` object when a schema was asked for), or an explicit failure with `error` and the raw reply.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+DEFAULT_MODEL = "local/qwen2.5-0.5b-instruct"
+TINY_MODEL = "local/smollm2-135m-instruct"
+
+
+class LLMSettings(BaseModel):
+    """How to reach one model. Any litellm model string works; `local/<name>` is the in-process model.
+
+    API keys are never stored here: `api_key_env` names the environment variable that holds one.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    model: str = DEFAULT_MODEL
+    api_base: str | None = None
+    api_key_env: str | None = None
+    temperature: float = 0.0
+    max_tokens: int = 512
+    seed: int | None = 0
+    timeout_s: float = 120.0
+    max_retries: int = 4
+    max_repairs: int = 2
+    retry_base_s: float = 1.0  # first backoff delay; doubles per retry, with full jitter
+    retry_max_s: float = 30.0  # cap of one backoff delay (a Retry-After header may ask for longer)
+    concurrency: int = 4
+    cache: bool = True
+    cache_dir: str | None = None
+    logprobs: bool = False
+    top_logprobs: int = 0
+    extra: dict[str, Any] = Field(default_factory=dict)
+
+
+class TokenLogprob(BaseModel):
+    """A generated token, its log probability, and the most likely alternatives at that position."""
+
+    token: str
+    logprob: float
+    top: dict[str, float] = Field(default_factory=dict)
+
+
+class Generation(BaseModel):
+    """The outcome of one LLM call (after retries and repairs)."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    model: str
+    text: str = ""
+    parsed: Any = None  # a validated instance of the requested schema, when one was requested
+    error: str | None = None
+    raw: str | None = None
+    logprobs: list[TokenLogprob] | None = None
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    latency_s: float = 0.0
+    cost_usd: float = 0.0
+    cached: bool = False
+    attempts: int = 1
+    repairs: int = 0
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+
+class Usage(BaseModel):
+    """Usage totals of a batch or of a client's lifetime; steps log `model_dump()` as metadata."""
+
+    model: str = ""
+    requests: int = 0  # generations asked for, served by the provider or the cache
+    calls: int = 0  # generations the provider served (cache hits excluded)
+    cache_hits: int = 0
+    retries: int = 0
+    repairs: int = 0
+    failures: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    latency_s: float = 0.0
+    cost_usd: float = 0.0
+
+    def add(self, generation: Generation) -> None:
+        self.requests += 1
+        self.failures += int(not generation.ok)
+        if generation.cached:
+            # a cache hit costs nothing: no provider call, tokens or cost
+            self.cache_hits += 1
+            return
+        self.calls += int(generation.attempts > 0)  # 0 attempts: never sent (batch aborted)
+        self.retries += max(generation.attempts - 1, 0)
+        self.repairs += generation.repairs
+        self.prompt_tokens += generation.prompt_tokens
+        self.completion_tokens += generation.completion_tokens
+        self.latency_s += generation.latency_s
+        self.cost_usd += generation.cost_usd
+
+    def merged(self, other: Usage) -> Usage:
+        fields = ("requests", "calls", "cache_hits", "retries", "repairs", "failures", "prompt_tokens",
+                  "completion_tokens", "latency_s", "cost_usd")
+        merged = Usage(model=self.model if self.model == other.model else "mixed")
+        for name in fields:
+            setattr(merged, name, getattr(self, name) + getattr(other, name))
+        return merged
+
+    def since(self, mark: Usage) -> Usage:
+        """The usage accrued after `mark` (a `model_copy()` taken earlier): a batch's own record.
+
+        Example:
+            >>> mark = client.usage.model_copy(); client.generate_many(prompts)
+            >>> batch = client.usage.since(mark)
+        """
+        delta = Usage(model=self.model)
+        for name in _COUNTERS:
+            setattr(delta, name, getattr(self, name) - getattr(mark, name))
+        return delta
+
+
+_COUNTERS = ("requests", "calls", "cache_hits", "retries", "repairs", "failures", "prompt_tokens",
+             "completion_tokens", "latency_s", "cost_usd")

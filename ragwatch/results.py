@@ -1,0 +1,86 @@
+"""The one shape every metric returns: aggregate, per-item scores, per-item details.
+
+An item that could not be scored is an explicit failure with its reason (`error`), never NaN and
+never a dropped row. Aggregates say how many items were scored and how many failed.
+
+Example:
+    >>> items = [ItemScore(item_id="q1", score=1.0), ItemScore(item_id="q2", error="judge reply unparsable")]
+    >>> result = MetricResult.from_items("hit_rate@5", items)
+    >>> (result.score, result.n_scored, result.n_failed)
+    (1.0, 1, 1)
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from pydantic import BaseModel, Field, model_validator
+
+from ragwatch.stats import bootstrap_mean_ci
+
+
+class ItemScore(BaseModel):
+    """The score of one item, or the reason it has none."""
+
+    item_id: str
+    score: float | None = None
+    passed: bool | None = None
+    details: dict[str, Any] = Field(default_factory=dict)
+    error: str | None = None
+
+    @model_validator(mode="after")
+    def _scored_or_failed(self) -> ItemScore:
+        if self.error is None:
+            if self.score is None:
+                raise ValueError(f"item {self.item_id!r}: a score or an error is required")
+            if not math.isfinite(self.score):
+                raise ValueError(f"item {self.item_id!r}: score {self.score} is not finite; record an error")
+        return self
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+
+class MetricResult(BaseModel):
+    """Aggregate of one metric over a set of items, with a bootstrap 95% interval of the mean."""
+
+    name: str
+    score: float | None  # None only when no item could be scored
+    ci_low: float | None = None
+    ci_high: float | None = None
+    n_scored: int
+    n_failed: int
+    items: list[ItemScore]
+    details: dict[str, Any] = Field(default_factory=dict)
+
+    @classmethod
+    def from_items(
+        cls, name: str, items: list[ItemScore], *, seed: int = 0, details: dict[str, Any] | None = None
+    ) -> MetricResult:
+        scores = [it.score for it in items if it.ok and it.score is not None]
+        if scores:
+            mean, low, high = bootstrap_mean_ci(scores, seed=seed)
+        else:
+            mean = low = high = None
+        return cls(
+            name=name,
+            score=mean,
+            ci_low=low,
+            ci_high=high,
+            n_scored=len(scores),
+            n_failed=len(items) - len(scores),
+            items=items,
+            details=details or {},
+        )
+
+    def summary(self) -> dict[str, Any]:
+        """Flat figures for metadata and tables (no per-item rows)."""
+        return {
+            "score": self.score,
+            "ci_low": self.ci_low,
+            "ci_high": self.ci_high,
+            "n_scored": self.n_scored,
+            "n_failed": self.n_failed,
+        }

@@ -1,0 +1,478 @@
+"""Retrieval metrics: which retrieved chunks are relevant, and how well each ranking did.
+
+Relevance comes from each sample's `RelevantItem`s (chunk id, document path, URL or reference text,
+with a grade). A retrieved chunk is matched against them (`MatchSettings`); each relevant item is
+credited at most once, at the first retrieved chunk that matches it, so several chunks of one
+relevant document count once and recall stays <= 1. The list order of a ranking is authoritative
+(ties in score are not re-sorted). A question without relevant items is an explicit failure, not a 0.
+
+Measures follow the usual IR definitions (the same as `ranx`/trec_eval): precision@k divides by k
+even when fewer than k chunks came back; nDCG uses gain = grade / log2(rank + 1) with the ideal DCG
+from the judged relevant items; AP divides by the number of relevant items.
+
+Example:
+    >>> rankings = index.search_many([s.question for s in samples], 10, "hybrid", embedder)
+    >>> report = evaluate_retrieval(samples, rankings, ks=(1, 5, 10))
+    >>> report.metrics["hit_rate@5"].score, report.metrics["mrr"].ci_low
+    >>> report.worst(5)
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any, Literal
+from urllib.parse import urlsplit
+
+import pandas as pd
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from ragwatch.results import ItemScore, MetricResult
+from ragwatch.types import Chunk, EvalSample, RelevantItem, RetrievedContext, SearchHit
+
+MatchOn = Literal["auto", "chunk_id", "document", "url", "text"]
+DEFAULT_KS = (1, 3, 5, 10)
+NO_LABELS = "no relevance labels: the sample has no relevant item (grade > 0) to match against"
+
+
+class MatchSettings(BaseModel):
+    """How a retrieved chunk is matched against a sample's relevant items.
+
+    `on="auto"` uses whatever kinds each sample's items carry; a fixed kind ignores the other items.
+    `url_rewrites` are plain string replacements applied in order to a URL (or document path)
+    before it is normalized, e.g. `[("https://docs.zenml.io/v/docs/", ""), ("stack-components/",
+    "component-guide/")]`. `aliases` maps the path of a copy to the source that holds the same
+    content in the index (e.g. a duplicate the loader skipped), so a label naming the copy matches
+    chunks of the kept file. With `on="text"` (or auto and no items at all) the sample's
+    `reference_contexts` are used as text items too.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    on: MatchOn = "auto"
+    url_rewrites: list[tuple[str, str]] = Field(default_factory=list)
+    aliases: dict[str, str] = Field(default_factory=dict)
+    text_overlap: float = 0.5
+
+    @field_validator("text_overlap")
+    @classmethod
+    def _overlap_in_range(cls, value: float) -> float:
+        if not 0.0 < value <= 1.0:
+            raise ValueError(f"text_overlap must be in (0, 1], got {value}: it is a share of tokens")
+        return value
+
+
+# ---------------------------------------------------------------- normalization and matching
+
+_TOKEN = re.compile(r"\w+")
+_EXTENSIONS = (".md", ".mdx", ".markdown", ".html", ".htm", ".txt", ".pdf", ".rst", ".ipynb")
+
+
+@lru_cache(maxsize=65536)
+def normalize_path(value: str) -> tuple[str, ...]:
+    """Path segments for document/URL matching: lowercase, no scheme/host/query, no extension; a
+    folder's page (`x/README.md`, `x/index.html`, GitBook's `x/x.md`) becomes `x`.
+    `normalize_path("https://x.io/How-To/Setup.md#a")` is `("how-to", "setup")`."""
+    text = value.strip().replace("\\", "/")
+    if "://" in text:
+        text = urlsplit(text).path
+    text = text.split("#", 1)[0].split("?", 1)[0].lower()
+    segments = [s for s in text.split("/") if s and s != "."]
+    if segments:
+        last = segments[-1]
+        for ext in _EXTENSIONS:
+            if last.endswith(ext) and len(last) > len(ext):
+                last = last[: -len(ext)]
+                break
+        segments[-1] = last
+        if segments[-1] in ("readme", "index") or (len(segments) > 1 and segments[-1] == segments[-2]):
+            segments.pop()
+    return tuple(segments)
+
+
+def label_paths(value: str, match: MatchSettings) -> list[tuple[str, ...]]:
+    """The normalized paths a document/URL label stands for: its own, plus the kept source of any
+    alias (a copy) it names."""
+    own = normalize_path(rewrite(value, match.url_rewrites))
+    paths = [own]
+    for copy, kept in match.aliases.items():
+        if paths_match(own, normalize_path(rewrite(copy, match.url_rewrites))):
+            paths.append(normalize_path(rewrite(kept, match.url_rewrites)))
+    return paths
+
+
+def rewrite(value: str, rewrites: Sequence[tuple[str, str]]) -> str:
+    """Apply the `(old, new)` string replacements in order."""
+    for old, new in rewrites:
+        value = value.replace(old, new)
+    return value
+
+
+def paths_match(reference: tuple[str, ...], source: tuple[str, ...]) -> bool:
+    """Path-suffix equality: the shorter path equals the tail of the longer one (so a corpus
+    prefix like `docs/book/` on either side does not matter). Empty paths never match."""
+    if not reference or not source:
+        return False
+    n = min(len(reference), len(source))
+    return reference[-n:] == source[-n:]
+
+
+@lru_cache(maxsize=65536)
+def _tokens(text: str) -> frozenset[str]:
+    return frozenset(t.lower() for t in _TOKEN.findall(text))
+
+
+def text_overlap(reference: str, chunk_text: str) -> float:
+    """Share of the reference's tokens found in the chunk, or of the chunk's in the reference,
+    whichever is larger (a chunk may hold the reference, or be a piece of it)."""
+    ref, chunk = _tokens(reference), _tokens(chunk_text)
+    if not ref or not chunk:
+        return 0.0
+    common = len(ref & chunk)
+    return max(common / len(ref), common / len(chunk))
+
+
+@dataclass
+class _Label:
+    """One usable relevant item, prepared for matching."""
+
+    item: RelevantItem
+    kind: str
+    paths: list[tuple[str, ...]] = field(default_factory=list)
+    text: str = ""
+
+
+def _labels(sample: EvalSample, match: MatchSettings) -> list[_Label]:
+    items = [it for it in sample.relevant if it.grade > 0]
+    if match.on != "auto":
+        items = [it for it in items if it.kind == match.on]
+    if match.on == "text" or (match.on == "auto" and not sample.relevant):
+        known = {it.value for it in items if it.kind == "text"}
+        items += [RelevantItem(kind="text", value=c) for c in sample.reference_contexts if c not in known]
+    labels = []
+    for it in items:
+        if it.kind in ("document", "url"):
+            labels.append(_Label(it, it.kind, paths=label_paths(it.value, match)))
+        else:
+            labels.append(_Label(it, it.kind, text=it.value))
+    return labels
+
+
+def _matches(label: _Label, chunk: Chunk, match: MatchSettings) -> bool:
+    if label.kind == "chunk_id":
+        return chunk.id == label.text
+    if label.kind == "text":
+        return text_overlap(label.text, chunk.text) >= match.text_overlap
+    source = normalize_path(rewrite(chunk.source, match.url_rewrites))
+    return any(paths_match(path, source) for path in label.paths)
+
+
+@dataclass
+class Judgement:
+    """The relevance of one ranking: the grade credited at each position (0 = not relevant) and the
+    grades of all judged relevant items (the recall denominator and the ideal ranking)."""
+
+    gains: list[float]
+    relevant_grades: list[float]
+    credited: list[int | None] = field(default_factory=list)  # index into the labels, per position
+
+
+def judge(sample: EvalSample, hits: Sequence[SearchHit], match: MatchSettings | None = None) -> Judgement:
+    """Match a ranking against a sample's labels; each label is credited at most once (its first
+    matching chunk); a chunk matching several labels takes the highest-graded one still open."""
+    match = match or MatchSettings()
+    labels = _labels(sample, match)
+    open_labels = set(range(len(labels)))
+    gains: list[float] = []
+    credited: list[int | None] = []
+    for hit in hits:
+        best: int | None = None
+        for i in sorted(open_labels):
+            if _matches(labels[i], hit.chunk, match) and (
+                best is None or labels[i].item.grade > labels[best].item.grade
+            ):
+                best = i
+        if best is None:
+            gains.append(0.0)
+        else:
+            open_labels.discard(best)
+            gains.append(labels[best].item.grade)
+        credited.append(best)
+    return Judgement(gains, [lb.item.grade for lb in labels], credited)
+
+
+# ---------------------------------------------------------------- per-question measures
+
+
+def first_relevant_rank(gains: Sequence[float]) -> int | None:
+    """1-based rank of the first relevant result, None when nothing relevant was retrieved."""
+    return next((i + 1 for i, g in enumerate(gains) if g > 0), None)
+
+
+def hit_at_k(gains: Sequence[float], k: int) -> float:
+    return float(any(g > 0 for g in gains[:k]))
+
+
+def recall_at_k(gains: Sequence[float], n_relevant: int, k: int) -> float:
+    return sum(1 for g in gains[:k] if g > 0) / n_relevant
+
+
+def precision_at_k(gains: Sequence[float], k: int) -> float:
+    """Relevant results in the top k divided by k (fewer than k results still divide by k)."""
+    return sum(1 for g in gains[:k] if g > 0) / k
+
+
+def reciprocal_rank(gains: Sequence[float]) -> float:
+    rank = first_relevant_rank(gains)
+    return 0.0 if rank is None else 1.0 / rank
+
+
+def _dcg(gains: Iterable[float]) -> float:
+    return sum(g / math.log2(i + 2) for i, g in enumerate(gains))
+
+
+def ndcg_at_k(gains: Sequence[float], relevant_grades: Sequence[float], k: int) -> float:
+    """Graded nDCG@k, gain = grade / log2(rank + 1); the ideal ranking puts the judged items first."""
+    ideal = _dcg(sorted(relevant_grades, reverse=True)[:k])
+    return _dcg(gains[:k]) / ideal if ideal > 0 else 0.0
+
+
+def average_precision(gains: Sequence[float], n_relevant: int, k: int | None = None) -> float:
+    """Mean of precision@r over the ranks r of relevant results (within k), divided by all relevant."""
+    top = gains if k is None else gains[:k]
+    found, total = 0, 0.0
+    for i, g in enumerate(top):
+        if g > 0:
+            found += 1
+            total += found / (i + 1)
+    return total / n_relevant
+
+
+def question_measures(judgement: Judgement, ks: Sequence[int]) -> dict[str, float]:
+    """All measures of one judged ranking (the judgement must have at least one relevant item)."""
+    gains, grades = judgement.gains, judgement.relevant_grades
+    n_rel = len(grades)
+    out: dict[str, float] = {"mrr": reciprocal_rank(gains), "map": average_precision(gains, n_rel)}
+    for k in ks:
+        out[f"hit_rate@{k}"] = hit_at_k(gains, k)
+        out[f"recall@{k}"] = recall_at_k(gains, n_rel, k)
+        out[f"precision@{k}"] = precision_at_k(gains, k)
+        out[f"ndcg@{k}"] = ndcg_at_k(gains, grades, k)
+    return out
+
+
+# ---------------------------------------------------------------- the report
+
+
+class QuestionRow(BaseModel):
+    """One question's outcome: where the first relevant chunk came, what was expected and retrieved."""
+
+    question_id: str
+    question: str
+    first_relevant_rank: int | None = None
+    measures: dict[str, float] = Field(default_factory=dict)
+    expected: list[str] = Field(default_factory=list)
+    retrieved: list[str] = Field(default_factory=list)  # source (or chunk id) per rank
+    relevant_at: list[int] = Field(default_factory=list)  # ranks credited as relevant
+    error: str | None = None
+
+
+class RetrievalReport(BaseModel):
+    """Metrics (one `MetricResult` each, with bootstrap CIs) and one row per question."""
+
+    metrics: dict[str, MetricResult]
+    per_question: list[QuestionRow]
+    ks: list[int]
+    match: MatchSettings
+
+    def summary(self) -> dict[str, dict[str, Any]]:
+        """Flat figures per metric, for metadata and tables."""
+        return {name: m.summary() for name, m in self.metrics.items()}
+
+    def worst(self, n: int = 10, *, include_failed: bool = False) -> pd.DataFrame:
+        """The n worst questions (lowest reciprocal rank, then nDCG at the largest k) with what was
+        retrieved instead of the expected items; failed questions come first when included."""
+        big = max(self.ks)
+        scored = [r for r in self.per_question if r.error is None]
+        scored.sort(key=lambda r: (r.measures["mrr"], r.measures[f"ndcg@{big}"], r.question_id))
+        rows = ([r for r in self.per_question if r.error is not None] if include_failed else []) + scored
+        return pd.DataFrame(
+            [
+                {
+                    "question_id": r.question_id,
+                    "question": r.question,
+                    "first_relevant_rank": r.first_relevant_rank,
+                    "expected": "; ".join(r.expected),
+                    "retrieved_instead": "; ".join(r.retrieved[:big]),
+                    "error": r.error,
+                }
+                for r in rows[:n]
+            ],
+            columns=["question_id", "question", "first_relevant_rank", "expected", "retrieved_instead",
+                     "error"],
+        )
+
+
+def _check_inputs(
+    samples: Sequence[EvalSample], rankings: Sequence[Sequence[SearchHit]], ks: Sequence[int]
+) -> None:
+    if len(samples) != len(rankings):
+        raise ValueError(
+            f"got {len(samples)} samples but {len(rankings)} rankings: pass one ranking (list of SearchHit) "
+            "per sample, in the same order, e.g. index.search_many([s.question for s in samples], ...)"
+        )
+    if not ks or any(not isinstance(k, int) or k < 1 for k in ks):
+        raise ValueError(f"ks must be positive integers, got {list(ks)!r}")
+    seen: set[str] = set()
+    for s in samples:
+        if s.id in seen:
+            raise ValueError(f"duplicate sample id {s.id!r}: give every sample a unique id")
+        seen.add(s.id)
+
+
+def _hit_label(hit: SearchHit) -> str:
+    return hit.chunk.source or hit.chunk.id
+
+
+def evaluate_retrieval(
+    samples: Sequence[EvalSample],
+    rankings: Sequence[Sequence[SearchHit]],
+    ks: Sequence[int] = DEFAULT_KS,
+    match: MatchSettings | None = None,
+    *,
+    corpus_sources: Iterable[str] | None = None,
+    seed: int = 0,
+) -> RetrievalReport:
+    """Score one ranking per sample: hit_rate@k, recall@k, precision@k, ndcg@k, mrr and map.
+
+    With `corpus_sources` (the sources of the indexed chunks), document/URL labels that match no
+    source of the corpus are dropped and a question left with none fails with that reason, so
+    broken labels show up as failures instead of as retrieval misses.
+    """
+    match = match or MatchSettings()
+    ks = sorted(set(ks))
+    _check_inputs(samples, rankings, ks)
+    corpus_paths = None
+    if corpus_sources is not None:
+        corpus_paths = {normalize_path(rewrite(s, match.url_rewrites)) for s in corpus_sources}
+    names = ["mrr", "map"] + [f"{m}@{k}" for m in ("hit_rate", "recall", "precision", "ndcg") for k in ks]
+    items: dict[str, list[ItemScore]] = {name: [] for name in names}
+    rows: list[QuestionRow] = []
+    for sample, hits in zip(samples, rankings, strict=True):
+        effective, error = _usable_sample(sample, match, corpus_paths)
+        expected = [f"{it.kind}:{it.value[:80]}" for it in sample.relevant] or [
+            f"text:{c[:80]}" for c in sample.reference_contexts
+        ]
+        retrieved = [_hit_label(h) for h in hits]
+        if error is None:
+            judgement = judge(effective, hits, match)
+            if not judgement.relevant_grades:
+                error = NO_LABELS
+        if error is not None:
+            rows.append(QuestionRow(question_id=sample.id, question=sample.question, expected=expected,
+                                    retrieved=retrieved, error=error))
+            for name in names:
+                items[name].append(ItemScore(item_id=sample.id, error=error))
+            continue
+        measures = question_measures(judgement, ks)
+        rank = first_relevant_rank(judgement.gains)
+        rows.append(QuestionRow(
+            question_id=sample.id, question=sample.question, first_relevant_rank=rank, measures=measures,
+            expected=expected, retrieved=retrieved,
+            relevant_at=[i + 1 for i, g in enumerate(judgement.gains) if g > 0],
+        ))
+        for name in names:
+            # measures are finite floats by construction: skip re-validating thousands of items
+            items[name].append(ItemScore.model_construct(
+                item_id=sample.id, score=measures[name], error=None,
+                passed=measures[name] > 0 if name.startswith("hit_rate") else None,
+                details={"first_relevant_rank": rank},
+            ))
+    metrics = {
+        name: MetricResult.from_items(name, its, seed=seed, details={"match_on": match.on})
+        for name, its in items.items()
+    }
+    return RetrievalReport(metrics=metrics, per_question=rows, ks=list(ks), match=match)
+
+
+def _usable_sample(
+    sample: EvalSample, match: MatchSettings, corpus_paths: set[tuple[str, ...]] | None
+) -> tuple[EvalSample, str | None]:
+    """Drop document/URL labels that point at no corpus file; fail the sample if none is left."""
+    if corpus_paths is None:
+        return sample, None
+    kept, missing = [], []
+    for it in sample.relevant:
+        relevant_kind = it.kind in ("document", "url") and match.on in ("auto", it.kind)
+        if relevant_kind and not _in_corpus(it.value, match, corpus_paths):
+            missing.append(it.value)
+            continue
+        kept.append(it)
+    if missing and not [it for it in kept if it.grade > 0 and match.on in ("auto", it.kind)]:
+        return sample, f"relevant item maps to no document of the corpus: {', '.join(missing)}"
+    return sample.model_copy(update={"relevant": kept}), None
+
+
+def _in_corpus(value: str, match: MatchSettings, corpus_paths: set[tuple[str, ...]]) -> bool:
+    return any(paths_match(path, p) for path in label_paths(value, match) for p in corpus_paths)
+
+
+def unmatched_labels(
+    samples: Sequence[EvalSample], corpus_sources: Iterable[str], match: MatchSettings | None = None
+) -> dict[str, list[str]]:
+    """Sample id -> its document/URL labels that match no source of the corpus (after rewrites)."""
+    match = match or MatchSettings()
+    corpus_paths = {normalize_path(rewrite(s, match.url_rewrites)) for s in corpus_sources}
+    out: dict[str, list[str]] = {}
+    for s in samples:
+        bad = [
+            it.value for it in s.relevant
+            if it.kind in ("document", "url")
+            and not _in_corpus(it.value, match, corpus_paths)
+        ]
+        if bad:
+            out[s.id] = bad
+    return out
+
+
+def compare_retrievers(
+    samples: Sequence[EvalSample],
+    settings: dict[str, Sequence[Sequence[SearchHit]]],
+    ks: Sequence[int] = DEFAULT_KS,
+    match: MatchSettings | None = None,
+    *,
+    corpus_sources: Iterable[str] | None = None,
+) -> pd.DataFrame:
+    """Several retrieval settings side by side: one row per setting; per metric the score and its
+    95% CI (`<metric>`, `<metric>_ci_low`, `<metric>_ci_high`), plus n_scored and n_failed."""
+    if not settings:
+        raise ValueError("compare_retrievers needs at least one {name: rankings} entry")
+    sources = list(corpus_sources) if corpus_sources is not None else None
+    rows = []
+    for name, rankings in settings.items():
+        report = evaluate_retrieval(samples, rankings, ks, match, corpus_sources=sources)
+        row: dict[str, Any] = {"setting": name}
+        for metric, result in report.metrics.items():
+            row[metric] = result.score
+            row[f"{metric}_ci_low"] = result.ci_low
+            row[f"{metric}_ci_high"] = result.ci_high
+        first = next(iter(report.metrics.values()))
+        row["n_scored"], row["n_failed"] = first.n_scored, first.n_failed
+        rows.append(row)
+    return pd.DataFrame(rows).set_index("setting")
+
+
+def hits_from_contexts(contexts: Sequence[RetrievedContext]) -> list[SearchHit]:
+    """Turn the contexts a RAG system reported into a ranking, so an external system's retrieval
+    (callable or HTTP) is evaluated like the built-in one. Missing ids are derived from the text."""
+    hits = []
+    for rank, ctx in enumerate(contexts, start=1):
+        cid = ctx.chunk_id or hashlib.sha256(ctx.text.encode()).hexdigest()[:16]
+        chunk = Chunk(id=cid, document_id=ctx.source or cid, source=ctx.source or "", text=ctx.text,
+                      start=0, end=len(ctx.text))
+        hits.append(SearchHit(chunk=chunk, score=ctx.score if ctx.score is not None else 0.0, rank=rank))
+    return hits

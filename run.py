@@ -1,0 +1,192 @@
+"""ragwatch: the one command.
+
+    python run.py                      the full evaluation on the embedded default (offline)
+    python run.py ingest|testset|evaluate|full [--config FILE] [--no-cache]
+    python run.py compare [RUN ...]    metric differences with intervals and verdicts
+    python run.py calibrate            a judge against human labels (HaluEval sample by default)
+    python run.py schedule add|list|remove|serve
+    python run.py watch [--once]       evaluate on every change of the system under test
+    python run.py dashboard            the local ZenML dashboard on 127.0.0.1
+
+Exit codes: 0 success, 1 the promotion gate found a regression, 2 bad input or configuration.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from zenml_env import PROJECT_ROOT, configure_environment
+
+configure_environment()
+
+
+def _add_config(parser: argparse.ArgumentParser, default: str) -> None:
+    parser.add_argument("--config", default=default, help=f"YAML config file (default: {default})")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="run.py", description=__doc__.split("\n\n")[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name, help_text in (
+        ("ingest", "load, chunk and embed the corpus into a versioned index"),
+        ("testset", "build the evaluation set (synthetic pairs and imported labelled sets)"),
+        ("evaluate", "evaluate the system under test on the latest index and evaluation set"),
+        ("full", "ingest, testset and evaluate in one run (the default command)"),
+    ):
+        sub = commands.add_parser(name, help=help_text, description=help_text)
+        _add_config(sub, f"configs/{name}.yaml")
+        sub.add_argument("--no-cache", action="store_true", help="re-run every step")
+
+    compare = commands.add_parser("compare", help="compare evaluation runs",
+                                  description="Compare RUN (default: the last) with the previous run and "
+                                              "production, or two runs given as NEW OLD.")
+    compare.add_argument("runs", nargs="*", metavar="RUN", help="run names or ids, newest first")
+    _add_config(compare, "configs/evaluate.yaml")
+
+    calibrate = commands.add_parser("calibrate", help="measure a judge against human labels",
+                                    description="Run a judge on a human-labelled set and report accuracy, "
+                                                "balanced accuracy, F1 and Cohen's kappa with intervals.")
+    _add_config(calibrate, "configs/calibrate.yaml")
+    calibrate.add_argument("--limit", type=int, help="evaluate at most this many items")
+
+    schedule = commands.add_parser("schedule", help="run a pipeline on a cron schedule",
+                                   description="Native ZenML schedules on orchestrators that have them; "
+                                               "otherwise a local scheduler (`schedule serve`).")
+    actions = schedule.add_subparsers(dest="action", metavar="ACTION", required=True)
+    add = actions.add_parser("add", help="add a schedule")
+    add.add_argument("--cron", required=True, help="5 fields (min hour day month weekday) or 6 with seconds first")
+    add.add_argument("--pipeline", default="full", choices=["ingest", "testset", "evaluate", "full"])
+    _add_config(add, "configs/full.yaml")
+    actions.add_parser("list", help="list local schedules")
+    remove = actions.add_parser("remove", help="remove a local schedule")
+    remove.add_argument("id")
+    serve = actions.add_parser("serve", help="run the local schedules until Ctrl-C")
+    serve.add_argument("--max-runs", type=int, help="stop after this many runs")
+    serve.add_argument("--timeout", type=float, help="stop after this many seconds")
+
+    watch = commands.add_parser("watch", help="evaluate whenever the system under test changes",
+                                description="Poll the configuration fingerprint, the corpus and the ZenML "
+                                            "model versions; evaluate once per change.")
+    _add_config(watch, "configs/full.yaml")
+    watch.add_argument("--interval", type=float, default=60.0, help="seconds between checks (default 60)")
+    watch.add_argument("--once", action="store_true", help="check once and exit (for cron and CI)")
+
+    dashboard = commands.add_parser("dashboard", help="the local ZenML dashboard on 127.0.0.1")
+    dashboard.add_argument("--port", type=int, default=8237)
+    dashboard.add_argument("--duration", type=float, help="stop after this many seconds")
+    return parser
+
+
+def cmd_pipeline(name: str, config: str, no_cache: bool) -> int:
+    from orchestration.runner import format_outcome, run_pipeline
+
+    outcome = run_pipeline(name, config, enable_cache=not no_cache)
+    print(format_outcome(outcome))
+    return 1 if outcome.regressed else 0
+
+
+def cmd_compare(runs: list[str], config: str) -> int:
+    from orchestration.compare_runs import compare_command
+    from ragwatch.config import FullConfig
+    from ragwatch.config_loader import load_config
+
+    settings = load_config(config, FullConfig).evaluate
+    text, path = compare_command(runs, settings.system.model_name, settings.gate)
+    print(text)
+    print(f"\nHTML: {path} (also the 'run_comparison' artifact)")
+    return 0
+
+
+def cmd_calibrate(config: str, limit: int | None) -> int:
+    from ragwatch.calibration import CalibrationSettings, run_calibration
+    from ragwatch.config_loader import load_config
+
+    settings = load_config(config, CalibrationSettings)
+    if limit is not None:
+        settings = settings.model_copy(update={"limit": limit})
+    report = run_calibration(settings)
+    print(report.to_markdown())
+    return 0
+
+
+def cmd_schedule(args: argparse.Namespace) -> int:
+    from orchestration import scheduling
+
+    store = scheduling.ScheduleStore()
+    if args.action == "add":
+        if scheduling.active_orchestrator_schedulable():
+            print(scheduling.create_native_schedule(args.cron, args.pipeline, args.config))
+            return 0
+        schedule = store.add(args.cron, args.pipeline, args.config)
+        print(f"added local schedule {schedule.id}: {schedule.pipeline} at '{schedule.cron}' (UTC)\n"
+              "the local orchestrator cannot run schedules itself: keep `python run.py schedule serve` running")
+    elif args.action == "list":
+        print(scheduling.describe(store.list()))
+    elif args.action == "remove":
+        if not store.remove(args.id):
+            print(f"no local schedule {args.id!r}; see `python run.py schedule list`", file=sys.stderr)
+            return 2
+        print(f"removed schedule {args.id}")
+    else:
+        runs = scheduling.serve(store, max_runs=args.max_runs, timeout_s=args.timeout)
+        print(f"scheduler stopped after {runs} run(s)")
+    return 0
+
+
+def cmd_watch(config: str, interval: float, once: bool) -> int:
+    from orchestration.runner import format_outcome, run_pipeline
+    from orchestration.watch import watch
+
+    regressions = 0
+
+    def evaluate():
+        return run_pipeline("full", config)
+
+    def report(changes: list[str], outcome) -> None:
+        nonlocal regressions
+        print("change: " + "; ".join(changes))
+        print(format_outcome(outcome), flush=True)
+        regressions += int(outcome.regressed)
+
+    watch(config, evaluate, interval_s=interval, max_checks=1 if once else None, on_change=report)
+    if once and regressions == 0:
+        print("watch: evaluated every change (or there was none)")
+    return 1 if regressions else 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    import os
+    from pathlib import Path
+
+    args = build_parser().parse_args(argv)
+    # Config paths are taken relative to where the user stands; everything else to the project root.
+    if getattr(args, "config", None) and (Path.cwd() / args.config).is_file():
+        args.config = str((Path.cwd() / args.config).resolve())
+    os.chdir(PROJECT_ROOT)
+    from ragwatch.config_loader import ConfigError
+
+    try:
+        if args.command in (None, "ingest", "testset", "evaluate", "full"):
+            name = args.command or "full"
+            config = getattr(args, "config", "configs/full.yaml")
+            return cmd_pipeline(name, config, getattr(args, "no_cache", False))
+        if args.command == "compare":
+            return cmd_compare(args.runs, args.config)
+        if args.command == "calibrate":
+            return cmd_calibrate(args.config, args.limit)
+        if args.command == "schedule":
+            return cmd_schedule(args)
+        if args.command == "watch":
+            return cmd_watch(args.config, args.interval, args.once)
+        from orchestration.dashboard import run_dashboard
+
+        return run_dashboard(args.port, args.duration)
+    except (ConfigError, ValueError, FileNotFoundError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

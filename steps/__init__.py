@@ -1,0 +1,1 @@
+"""Thin ZenML adapters: take config, call ragwatch, log metadata, return named artifacts."""

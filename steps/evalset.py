@@ -1,0 +1,67 @@
+"""Evaluation-set steps: synthetic pairs from the index, imported labelled sets, the merged set."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from zenml import log_metadata, step
+
+from ragwatch.artifacts import EvalSet
+from ragwatch.config import EvalSetConfig
+from ragwatch.datasets import describe_samples
+from ragwatch.embeddings import EmbeddingSettings, get_embedder
+from ragwatch.evalsets import import_labelled_samples, merge_samples
+from ragwatch.index import Index
+from ragwatch.llm.client import LLMClient
+from ragwatch.testset import Testset, generate_testset
+
+
+@step
+def generate_synthetic_set(
+    index: Index, config: EvalSetConfig, embedding: EmbeddingSettings
+) -> Annotated[Testset, "synthetic_testset"]:
+    """Question/answer pairs written by the generator LLM from sampled chunks, filtered."""
+    if not config.synthetic:
+        return Testset(samples=[], metadata={"synthetic": False})
+    llm = LLMClient(config.generator)
+    testset = generate_testset(index, llm, get_embedder(embedding), config.testset)
+    log_metadata(
+        metadata={
+            "testset": {
+                "pairs": len(testset.samples),
+                "failures": len(testset.failures),
+                "removed_by_filter": {f.name: f.removed for f in testset.filters},
+                "generator_model": config.generator.model,
+            },
+            "usage": {"testset_generator": llm.usage.model_dump()},
+        }
+    )
+    return testset
+
+
+@step
+def import_labelled_sets(config: EvalSetConfig) -> Annotated[EvalSet, "imported_eval_set"]:
+    """Labelled sets named in the config (handcrafted cases, the ZenML question set, JSONL/CSV/HF)."""
+    samples, report = import_labelled_samples(config)
+    log_metadata(metadata={"imports": report})
+    return EvalSet(samples=samples, metadata={"imports": report})
+
+
+@step
+def assemble_eval_set(
+    synthetic: Testset, imported: EvalSet, index: Index
+) -> Annotated[EvalSet, "eval_set"]:
+    """The evaluation set every evaluation names: synthetic + imported samples, de-duplicated by id."""
+    samples = merge_samples(synthetic.samples, imported.samples)
+    metadata = {
+        **describe_samples(samples),
+        "synthetic": len(synthetic.samples),
+        "imported": len(imported.samples),
+        "generator_model": synthetic.metadata.get("generator_model"),
+        "prompt_version": synthetic.metadata.get("prompt_version"),
+        "index_fingerprint": index.fingerprint,
+        "filter_removed": {f.name: f.removed for f in synthetic.filters},
+        "generation_failures": len(synthetic.failures),
+    }
+    log_metadata(metadata={"eval_set": metadata}, artifact_name="eval_set", infer_artifact=True)
+    return EvalSet(samples=samples, metadata=metadata)

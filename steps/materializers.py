@@ -1,0 +1,44 @@
+"""Materializer that stores a `ragwatch.index.Index` as files in the artifact store.
+
+The index is written to a local temporary directory with `Index.save` and copied file by file
+through `fileio`, so it works on any artifact store (local, S3, GCS, ...).
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from typing import Any, ClassVar
+
+from zenml.enums import ArtifactType
+from zenml.io import fileio
+from zenml.materializers.base_materializer import BaseMaterializer
+
+from ragwatch.index import Index
+
+
+class IndexMaterializer(BaseMaterializer):
+    ASSOCIATED_TYPES: ClassVar[tuple[type[Any], ...]] = (Index,)
+    ASSOCIATED_ARTIFACT_TYPE: ClassVar[ArtifactType] = ArtifactType.DATA
+
+    def save(self, data: Index) -> None:
+        with tempfile.TemporaryDirectory() as tmp:
+            data.save(tmp)
+            for name in sorted(os.listdir(tmp)):
+                fileio.copy(os.path.join(tmp, name), os.path.join(self.uri, name), overwrite=True)
+
+    def load(self, data_type: type[Any]) -> Index:
+        with tempfile.TemporaryDirectory() as tmp:
+            for name in fileio.listdir(self.uri):
+                name = str(name)
+                fileio.copy(os.path.join(self.uri, name), os.path.join(tmp, name), overwrite=True)
+            return Index.load(tmp)
+
+    def extract_metadata(self, data: Index) -> dict[str, Any]:
+        return {
+            "chunks": len(data),
+            "documents": len(data.documents()),
+            "embedding_model": data.embedding_identity,
+            "dim": data.dim,
+            "index_fingerprint": data.fingerprint,
+        }

@@ -1,0 +1,143 @@
+"""Tracking steps: merge metrics, compare with the previous run and production, gate, report.
+
+Both steps are never cached, so run-level and model-version metadata are logged on every run,
+also when every evaluation step before them came from the cache.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import pandas as pd
+from zenml import get_step_context, log_metadata, step
+from zenml.types import HTMLString, MarkdownString
+
+from ragwatch.artifacts import AnswerSet, EvalSet, MetricGroup, RunComparisons
+from ragwatch.compare import GateDecision, compare_runs, gate_decision
+from ragwatch.config import EvaluateConfig
+from ragwatch.report import build_html_report, build_markdown_summary
+from steps.tracking import previous_evaluation, production_evaluation, run_label
+
+
+def _metadata_scores(group: MetricGroup) -> dict[str, Any]:
+    """Per metric: score, interval and counts; ZenML metadata takes no None, so those are left out."""
+    return {
+        name: {k: v for k, v in result.summary().items() if v is not None}
+        for name, result in group.metrics.items()
+    }
+
+
+@step(enable_cache=False)
+def track_evaluation(
+    retrieval: MetricGroup,
+    e2e: MetricGroup,
+    judges: MetricGroup,
+    eval_set: EvalSet,
+    answers: AnswerSet,
+    config: EvaluateConfig,
+    system_fingerprint: str,
+) -> tuple[
+    Annotated[MetricGroup, "all_metrics"],
+    Annotated[RunComparisons, "comparisons"],
+    Annotated[GateDecision, "gate"],
+]:
+    """Compare with the previous run and the production version; promote when nothing regressed."""
+    context = get_step_context()
+    run = context.pipeline_run
+    metrics = {**retrieval.metrics, **e2e.metrics, **judges.metrics}
+    merged = MetricGroup(group="all", metrics=metrics)
+
+    comparisons = RunComparisons()
+    previous = previous_evaluation(exclude_run_id=run.id)
+    if previous is not None:
+        prev_run, prev_metrics = previous
+        comparisons.previous_run = run_label(prev_run)
+        comparisons.previous = compare_runs(
+            metrics, prev_metrics.metrics, thresholds=config.gate, new_label="this run", old_label="previous"
+        )
+    model_version = context.model_version
+    production = production_evaluation(config.system.model_name)
+    if production is not None:
+        prod_version, prod_run, prod_metrics = production
+        comparisons.production_version = str(prod_version.name)
+        comparisons.production_run = run_label(prod_run)
+        prod_eval_set = prod_version.run_metadata.get("evaluation", {}).get("eval_set_fingerprint")
+        comparisons.same_eval_set_as_production = prod_eval_set == eval_set.fingerprint
+        comparisons.production = compare_runs(
+            metrics, prod_metrics.metrics, thresholds=config.gate, new_label="this run", old_label="production"
+        )
+    decision = gate_decision(comparisons.production, config.gate)
+    if comparisons.production is not None and not comparisons.same_eval_set_as_production:
+        decision.reasons.append(
+            "production was evaluated on a different evaluation set: metrics were compared on the "
+            "questions both sets share (paired by id)"
+        )
+
+    promoted = False
+    if model_version is not None and config.promote and decision.promote:
+        is_production = production is not None and production[0].id == model_version.id
+        if not is_production:
+            model_version.set_stage("production", force=True)
+        promoted = True
+
+    gate_metadata = {
+        "promote": decision.promote,
+        "promoted": promoted,
+        "reasons": decision.reasons,
+        "production_version": comparisons.production_version or "none",
+    }
+    usage = {"generator": answers.usage, "judge": judges.details.get("usage", {})}
+    run_metadata = {
+        "retrieval": _metadata_scores(retrieval),
+        "e2e": _metadata_scores(e2e),
+        "judges": _metadata_scores(judges),
+        "usage": usage,
+        "gate": gate_metadata,
+        "eval_set": {"fingerprint": eval_set.fingerprint, "size": len(eval_set.samples)},
+        "system": {"fingerprint": system_fingerprint, "model_name": config.system.model_name},
+    }
+    log_metadata(metadata=run_metadata, run_id_name_or_prefix=run.id)
+    log_metadata(metadata={"metrics": merged.scores()}, artifact_name="all_metrics", infer_artifact=True)
+    if model_version is not None:
+        log_metadata(
+            metadata={
+                **run_metadata,
+                "evaluation": {"run_id": str(run.id), "eval_set_fingerprint": eval_set.fingerprint},
+                "configuration": {
+                    "rag": config.system.rag.model_dump(mode="json", exclude_none=True),
+                    "generator_model": config.system.generator.model,
+                    "answers_system": answers.system,
+                },
+            },
+            infer_model=True,
+        )
+    return merged, comparisons, decision
+
+
+@step(enable_cache=False)
+def build_report_step(
+    metrics: MetricGroup,
+    comparisons: RunComparisons,
+    gate: GateDecision,
+    results: pd.DataFrame,
+    eval_set: EvalSet,
+    config: EvaluateConfig,
+    system_fingerprint: str,
+) -> tuple[Annotated[HTMLString, "report"], Annotated[MarkdownString, "summary"]]:
+    """The HTML report (plots, worst items, comparisons) and a short Markdown summary."""
+    run = get_step_context().pipeline_run
+    run_info = {
+        "run": run.name,
+        "system fingerprint": system_fingerprint[:16],
+        "generator": config.system.generator.model,
+        "judge": config.judges.llm.model,
+        "retrieval": f"{config.system.rag.retrieval_mode}, top {config.system.rag.top_k}",
+        "evaluation set": f"{len(eval_set.samples)} samples, {eval_set.fingerprint[:16]}",
+    }
+    title = f"ragwatch evaluation: {run.name}"
+    named = comparisons.as_dict()
+    html = build_html_report(
+        title, metrics.metrics, results, comparisons=named, run_info=run_info, gate=gate, thresholds=config.gate
+    )
+    summary = build_markdown_summary(title, metrics.metrics, comparisons=named, gate=gate, run_info=run_info)
+    return HTMLString(html), MarkdownString(summary)

@@ -1,0 +1,89 @@
+"""Reading earlier evaluations back from ZenML: the previous run, the production model version.
+
+Every evaluation run stores its metrics as the `all_metrics` artifact of the `track_evaluation`
+step, and logs `evaluation.run_id` on its model version, so both lookups are artifact loads.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+from uuid import UUID
+
+from zenml.client import Client
+from zenml.enums import ExecutionStatus, ModelStages
+
+from ragwatch.artifacts import MetricGroup
+
+TRACK_STEP = "track_evaluation"
+METRICS_OUTPUT = "all_metrics"
+EVALUATION_PIPELINES = ("evaluate", "full")
+
+
+def run_metrics(run: Any) -> MetricGroup | None:
+    """The `all_metrics` artifact of a pipeline run, or None when the run has none."""
+    step = run.steps.get(TRACK_STEP)
+    if step is None or METRICS_OUTPUT not in step.outputs:
+        return None
+    return step.outputs[METRICS_OUTPUT][0].load()
+
+
+def evaluation_runs(limit: int = 50) -> list[Any]:
+    """Completed evaluation runs (evaluate and full pipelines), newest first."""
+    client = Client()
+    runs: list[Any] = []
+    for name in EVALUATION_PIPELINES:
+        try:
+            pipeline = client.get_pipeline(name)
+        except KeyError:
+            continue
+        runs.extend(
+            client.list_pipeline_runs(
+                pipeline_id=pipeline.id, sort_by="desc:created", size=limit, hydrate=True
+            ).items
+        )
+    runs = [r for r in runs if r.status in (ExecutionStatus.COMPLETED, ExecutionStatus.RUNNING)]
+    return sorted(runs, key=lambda r: r.created, reverse=True)
+
+
+def previous_evaluation(exclude_run_id: UUID | None) -> tuple[Any, MetricGroup] | None:
+    """The newest evaluation run other than `exclude_run_id` that stored metrics."""
+    for run in evaluation_runs():
+        if run.id == exclude_run_id or run.status != ExecutionStatus.COMPLETED:
+            continue
+        metrics = run_metrics(run)
+        if metrics is not None:
+            return run, metrics
+    return None
+
+
+def production_version(model_name: str) -> Any | None:
+    try:
+        return Client().get_model_version(model_name, ModelStages.PRODUCTION)
+    except KeyError:
+        return None
+
+
+def version_evaluation(model_version: Any) -> tuple[Any, MetricGroup] | None:
+    """The last evaluation run logged on a model version, with its metrics."""
+    evaluation = model_version.run_metadata.get("evaluation")
+    if not isinstance(evaluation, dict) or "run_id" not in evaluation:
+        return None
+    try:
+        run = Client().get_pipeline_run(evaluation["run_id"])
+    except KeyError:
+        return None
+    metrics = run_metrics(run)
+    return (run, metrics) if metrics is not None else None
+
+
+def production_evaluation(model_name: str) -> tuple[Any, Any, MetricGroup] | None:
+    """(production model version, its last evaluation run, that run's metrics), or None."""
+    version = production_version(model_name)
+    if version is None:
+        return None
+    found = version_evaluation(version)
+    return (version, *found) if found else None
+
+
+def run_label(run: Any) -> str:
+    return f"{run.name} ({run.created:%Y-%m-%d %H:%M})"

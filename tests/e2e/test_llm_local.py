@@ -1,0 +1,67 @@
+"""The in-process llama.cpp provider with the tiny packaged model (SmolLM2-135M-Instruct)."""
+
+from __future__ import annotations
+
+import math
+import random
+from typing import Literal
+
+import pytest
+from pydantic import BaseModel, Field
+
+from ragwatch.llm import LLMClient, LLMSettings
+from ragwatch.llm.logprobs import mean_logprob, yes_probability
+
+pytestmark = pytest.mark.e2e
+MODEL = "local/smollm2-135m-instruct"
+
+
+class Verdict(BaseModel):
+    verdict: Literal["yes", "no"]
+    reason: str = Field(max_length=80)
+
+
+@pytest.fixture(scope="module")
+def client(tmp_path_factory):
+    pytest.importorskip("llama_cpp")
+    cache = tmp_path_factory.mktemp("llm-cache")
+    return LLMClient(LLMSettings(model=MODEL, cache_dir=str(cache), max_tokens=64))
+
+
+def test_structured_output_validates(client):
+    prompts = [f"Is {n} an even number? Answer in JSON." for n in (2, 7, 10)]
+    gens = client.generate_many(prompts, schema=Verdict, temperature=0.8, seed=1)
+    for gen in gens:
+        assert gen.ok, gen.error
+        assert isinstance(gen.parsed, Verdict) and gen.cost_usd == 0.0
+        assert gen.prompt_tokens > 0 and gen.completion_tokens > 0
+
+
+def test_logprobs_present_and_verdict_probability(client):
+    gen = client.generate("Is Paris in France? Answer yes or no.", schema=Verdict, logprobs=True, top_logprobs=5)
+    assert gen.ok and gen.logprobs
+    assert all(math.isfinite(t.logprob) and t.logprob <= 0 for t in gen.logprobs)
+    assert len(gen.logprobs[0].top) >= 1
+    p_yes = yes_probability(gen)
+    assert p_yes is not None and 0.0 <= p_yes <= 1.0
+    assert mean_logprob(gen) < 0
+
+
+def test_cache_serves_a_repeat_without_running_the_model(client):
+    first = client.generate("Name a colour.", max_tokens=8)
+    mark = client.usage.model_copy()
+    second = client.generate("Name a colour.", max_tokens=8)
+    assert first.ok and second.cached and second.text == first.text
+    assert client.usage.since(mark).calls == 0
+
+
+def test_perplexity_is_finite_and_lower_for_natural_text(client):
+    text = (
+        "The cat sat on the mat and looked out of the window. It was a sunny morning, and the birds "
+        "were singing in the garden behind the house."
+    )
+    words = text.split()
+    random.Random(0).shuffle(words)
+    natural, shuffled = client.perplexity(text), client.perplexity(" ".join(words))
+    assert math.isfinite(natural) and math.isfinite(shuffled) and natural > 1.0
+    assert natural < shuffled

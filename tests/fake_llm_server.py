@@ -1,0 +1,242 @@
+"""A fake OpenAI-compatible chat server on 127.0.0.1 that injects faults, for tests and benchmarks.
+
+It speaks POST /v1/chat/completions. Replies come from `responder(body) -> str | dict` (a dict may
+carry "content" and "logprobs"). Faults are scripted per request: `script` maps a substring of the
+first user message (the item's prompt) to a queue of behaviours consumed one per matching request
+(repairs of an item match too); requests with no scripted behaviour left get `default` ("ok").
+
+Behaviours: "ok", "429" (Retry-After: `retry_after`), "500", "503", "401", "400", "hang" (no answer
+for `hang_s`), "malformed" (a body that is not JSON), "truncated" (the reply content cut in half),
+"invalid" (a JSON reply that misses every schema field), "prose" (the reply as prose, not JSON).
+
+Example:
+    >>> with FakeLLMServer(latency_s=0.01, script={"q3": ["429", "500"]}) as server:
+    ...     settings = LLMSettings(model="openai/fake", api_base=server.base_url)
+    ...     ...
+    ...     server.calls, server.peak_in_flight
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections import Counter, defaultdict, deque
+from collections.abc import Callable, Iterable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+Responder = Callable[[dict[str, Any]], "str | dict[str, Any]"]
+
+
+def last_user_text(body: dict[str, Any]) -> str:
+    for message in reversed(body.get("messages", [])):
+        if message.get("role") == "user":
+            content = message.get("content")
+            return content if isinstance(content, str) else json.dumps(content)
+    return ""
+
+
+def first_user_text(body: dict[str, Any]) -> str:
+    for message in body.get("messages", []):
+        if message.get("role") == "user":
+            content = message.get("content")
+            return content if isinstance(content, str) else json.dumps(content)
+    return ""
+
+
+def echo_json(body: dict[str, Any]) -> str:
+    """Default responder: a JSON object `{"answer": <first user message>}` (stable per prompt)."""
+    return json.dumps({"answer": first_user_text(body)})
+
+
+class FakeLLMServer:
+    """Threaded fake server; use as a context manager or call start()/stop().
+
+    It shuts itself down after `lifetime_s` even if a test forgets to stop it.
+    """
+
+    def __init__(
+        self,
+        *,
+        responder: Responder = echo_json,
+        latency_s: float = 0.0,
+        script: dict[str, Iterable[str]] | None = None,
+        default: str = "ok",
+        retry_after: str = "1",
+        hang_s: float = 30.0,
+        lifetime_s: float = 600.0,
+    ) -> None:
+        self.responder = responder
+        self.latency_s = latency_s
+        self.default = default
+        self.retry_after = retry_after
+        self.hang_s = hang_s
+        self.lifetime_s = lifetime_s
+        self._script: dict[str, deque[str]] = {k: deque(v) for k, v in (script or {}).items()}
+        self._lock = threading.Lock()
+        self._stopped = threading.Event()
+        self.calls = 0  # requests received
+        self.behaviours: Counter[str] = Counter()
+        self.calls_by_prompt: Counter[str] = Counter()
+        self.bodies: list[dict[str, Any]] = []
+        self.auth_headers: list[str | None] = []
+        self.request_times: dict[str, list[float]] = defaultdict(list)
+        self.in_flight = 0
+        self.peak_in_flight = 0
+        self._httpd: ThreadingHTTPServer | None = None
+        self._timer: threading.Timer | None = None
+
+    # ----------------------------------------------------------------------------------- control
+    @property
+    def base_url(self) -> str:
+        assert self._httpd is not None, "start() the server first"
+        return f"http://127.0.0.1:{self._httpd.server_address[1]}/v1"
+
+    def start(self) -> FakeLLMServer:
+        handler = type("Handler", (_Handler,), {"fake": self})
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)  # port 0: a free port
+        self._httpd.daemon_threads = True
+        threading.Thread(
+            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        ).start()
+        self._timer = threading.Timer(self.lifetime_s, self.stop)
+        self._timer.daemon = True
+        self._timer.start()
+        return self
+
+    def stop(self) -> None:
+        self._stopped.set()  # releases hanging handlers
+        if self._timer is not None:
+            self._timer.cancel()
+        if self._httpd is not None:
+            self._httpd.shutdown()
+            self._httpd.server_close()
+            self._httpd = None
+
+    def __enter__(self) -> FakeLLMServer:
+        return self.start()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+    def add_script(self, key: str, behaviours: Iterable[str]) -> None:
+        with self._lock:
+            self._script.setdefault(key, deque()).extend(behaviours)
+
+    def reset_counts(self) -> None:
+        with self._lock:
+            self.calls = 0
+            self.behaviours.clear()
+            self.calls_by_prompt.clear()
+            self.bodies.clear()
+            self.auth_headers.clear()
+            self.request_times.clear()
+            self.peak_in_flight = 0
+
+    # ---------------------------------------------------------------------------------- internals
+    def _next_behaviour(self, body: dict[str, Any]) -> str:
+        text = first_user_text(body)  # the item's prompt: repairs of that item match too
+        with self._lock:
+            self.calls += 1
+            self.bodies.append(body)
+            self.calls_by_prompt[first_user_text(body)] += 1
+            self.request_times[first_user_text(body)].append(time.monotonic())
+            for key, queue in self._script.items():
+                if key in text and queue:
+                    behaviour = queue.popleft()
+                    break
+            else:
+                behaviour = self.default
+            self.behaviours[behaviour] += 1
+            return behaviour
+
+    def _reply(self, body: dict[str, Any], behaviour: str) -> dict[str, Any]:
+        out = self.responder(body)
+        content, logprobs = (
+            (out.get("content", ""), out.get("logprobs")) if isinstance(out, dict) else (out, None)
+        )
+        finish = "stop"
+        if behaviour == "truncated":
+            content, finish = content[: max(1, len(content) // 2)], "length"
+        elif behaviour == "invalid":
+            content = json.dumps({"unexpected": True})
+        elif behaviour == "prose":
+            content = f"Sure! Here is my answer: {content}"
+        prompt_words = sum(len(str(m.get("content", "")).split()) for m in body.get("messages", []))
+        choice: dict[str, Any] = {
+            "index": 0,
+            "finish_reason": finish,
+            "message": {"role": "assistant", "content": content},
+        }
+        if body.get("logprobs") and logprobs is not None:
+            choice["logprobs"] = logprobs
+        return {
+            "id": f"fake-{time.monotonic_ns()}",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": body.get("model", "fake"),
+            "choices": [choice],
+            "usage": {
+                "prompt_tokens": prompt_words,
+                "completion_tokens": len(content.split()),
+                "total_tokens": prompt_words + len(content.split()),
+            },
+        }
+
+
+class _Handler(BaseHTTPRequestHandler):
+    fake: FakeLLMServer
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, format: str, *args: Any) -> None:  # keep test output clean
+        pass
+
+    def _send(self, status: int, payload: bytes, headers: dict[str, str] | None = None) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(payload)))
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
+        self.end_headers()
+        self.wfile.write(payload)
+
+    def _error(self, status: int, message: str, kind: str, headers: dict[str, str] | None = None) -> None:
+        body = {"error": {"message": message, "type": kind, "code": str(status)}}
+        self._send(status, json.dumps(body).encode(), headers)
+
+    def do_POST(self) -> None:
+        fake = self.fake
+        length = int(self.headers.get("Content-Length") or 0)
+        body = json.loads(self.rfile.read(length) or b"{}")
+        if not self.path.rstrip("/").endswith("/chat/completions"):
+            self._error(404, f"no route {self.path}", "not_found")
+            return
+        behaviour = fake._next_behaviour(body)
+        with fake._lock:
+            fake.auth_headers.append(self.headers.get("Authorization"))
+            fake.in_flight += 1
+            fake.peak_in_flight = max(fake.peak_in_flight, fake.in_flight)
+        try:
+            if fake.latency_s:
+                fake._stopped.wait(fake.latency_s)
+            if behaviour == "429":
+                self._error(429, "rate limited", "rate_limit_exceeded", {"Retry-After": fake.retry_after})
+            elif behaviour in ("500", "503"):
+                self._error(int(behaviour), "the server had an error", "server_error")
+            elif behaviour == "401":
+                self._error(401, "Incorrect API key provided", "invalid_request_error")
+            elif behaviour == "400":
+                self._error(400, "bad request", "invalid_request_error")
+            elif behaviour == "hang":
+                fake._stopped.wait(fake.hang_s)
+                self._error(504, "hung", "timeout")
+            elif behaviour == "malformed":
+                self._send(200, b'{"id": "x", "choices": [{"message": {"content": "unterminated')
+            else:
+                self._send(200, json.dumps(fake._reply(body, behaviour)).encode())
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the client gave up (timeout): nothing to answer
+        finally:
+            with fake._lock:
+                fake.in_flight -= 1

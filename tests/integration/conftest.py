@@ -1,0 +1,90 @@
+"""Fixtures for pipeline tests: a tiny corpus and configs that run with the tiny local model."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+SAMPLE = ROOT / "data" / "sample" / "zenml_docs"
+TINY_DOCS = [
+    "component-guide/orchestrators/orchestrators.md",
+    "component-guide/orchestrators/local.md",
+    "how-to/build-pipelines/use-failure-success-hooks.md",
+]
+TINY_MODEL = "local/smollm2-135m-instruct"
+
+
+@pytest.fixture(scope="session")
+def tiny_corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    corpus = tmp_path_factory.mktemp("corpus")
+    for relative in TINY_DOCS:
+        target = corpus / relative
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(SAMPLE / relative, target)
+    return corpus
+
+
+def write_config(directory: Path, corpus: Path, **evaluate_overrides) -> Path:
+    """A full-pipeline config for the tiny corpus and the tiny model; overrides merge into `evaluate`."""
+    tables = directory / "e2e.yaml"
+    tables.write_text(
+        yaml.safe_dump(
+            {
+                "bad_answers": {"cases": [{"question": "What is the default orchestrator in ZenML?",
+                                           "bad_words": ["Flyte"]}]},
+                "good_responses": {"cases": [{"question": "Which orchestrator runs pipelines locally?",
+                                              "good_words": ["local"]}]},
+            }
+        )
+    )
+    llm = {"model": TINY_MODEL, "max_tokens": 96}
+    evaluate = {
+        "system": {"model_name": "ragwatch-test-rag", "generator": llm,
+                   "rag": {"top_k": 2, "max_context_chars": 1200}},
+        "retrieval": {"modes": ["vector", "bm25", "hybrid"], "ks": [1, 3, 5]},
+        "e2e": {"tables": str(tables)},
+        "judges": {"llm": {**llm, "max_tokens": 160}, "enabled": ["correctness", "faithfulness", "similarity"],
+                   "faithfulness": {"max_statements": 2}},
+        "gate": {"default_allowed_drop": 0.0, "gated_metrics": ["similarity", "e2e_failure_rate"]},
+    }
+    for key, value in evaluate_overrides.items():
+        evaluate[key] = {**evaluate.get(key, {}), **value} if isinstance(value, dict) else value
+    config = {
+        "ingest": {"corpus": {"paths": [str(corpus)]}, "chunking": {"max_tokens": 160, "overlap_tokens": 20}},
+        "testset": {
+            "generator": {**llm, "max_tokens": 200},
+            "testset": {"n_chunks": 2, "questions_per_chunk": 1, "kinds": ["factual"], "min_chunk_tokens": 20},
+            "handwritten_retrieval_cases": None,
+            "imports": [],
+        },
+        "evaluate": evaluate,
+    }
+    path = directory / "config.yaml"
+    path.write_text(yaml.safe_dump(config))
+    return path
+
+
+@pytest.fixture
+def oracle_module(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """A user's own RAG system as a Python callable: returns the answers it is told to."""
+    answers_file = tmp_path / "answers.json"
+    module = tmp_path / "fixed_rag.py"
+    module.write_text(
+        "import json, pathlib\n"
+        f"ANSWERS = pathlib.Path({str(answers_file)!r})\n"
+        "def answer(question):\n"
+        "    table = json.loads(ANSWERS.read_text())\n"
+        "    return {'answer': table.get(question, table.get('*', '')), 'contexts': ['The local orchestrator "
+        "is the default orchestrator of ZenML.']}\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+
+    def set_answers(table: dict[str, str]) -> None:
+        answers_file.write_text(json.dumps(table))
+
+    return set_answers

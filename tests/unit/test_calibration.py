@@ -1,0 +1,248 @@
+"""Judge calibration: loaders, sampling, the support judge and the agreement report, with mock LLMs."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from sklearn.metrics import balanced_accuracy_score, cohen_kappa_score, f1_score
+
+from ragwatch.calibration import (
+    DEFAULT_DATASET,
+    FAITHFUL,
+    HALLUCINATED,
+    REPO_ROOT,
+    CalibrationItem,
+    CalibrationSettings,
+    SupportJudge,
+    calibrate,
+    load_calibration_set,
+    load_jsonl,
+    parse_label,
+    run_calibration,
+    stratified_sample,
+    to_eval_pairs,
+)
+from ragwatch.llm import LLMClient, LLMSettings
+from ragwatch.results import ItemScore, MetricResult
+
+SAMPLE = REPO_ROOT / DEFAULT_DATASET
+
+
+@pytest.fixture(autouse=True)
+def _cache_dir(tmp_path, monkeypatch):
+    monkeypatch.setenv("RAGWATCH_CACHE_DIR", str(tmp_path / "cache"))
+
+
+class ScriptedLLM(LLMClient):
+    """The real client; each prompt gets its own litellm `mock_response` from `script(messages, schema)`."""
+
+    def __init__(self, script: Callable[[list[dict[str, str]], Any], str]) -> None:
+        super().__init__(LLMSettings(model="openai/mock-judge", cache=False, max_retries=0, max_repairs=1))
+        self.script = script
+        self.seen: list[list[dict[str, str]]] = []
+
+    def generate_many(self, prompts, *, schema=None, desc=None, **overrides):  # type: ignore[override]
+        self.seen += prompts
+        return [self.generate(p, schema=schema, mock_response=self.script(p, schema), **overrides)
+                for p in prompts]
+
+
+def _user(messages: list[dict[str, str]]) -> str:
+    return messages[-1]["content"]
+
+
+def _knows_atlantis_is_fiction(messages, schema) -> str:
+    if "Atlantis" in _user(messages):
+        return json.dumps({"verdict": "no", "reason": "Atlantis is not a real place."})
+    if "GARBLE" in _user(messages):
+        return "this is not json"
+    return json.dumps({"verdict": "yes", "reason": "Correct."})
+
+
+def _item(i: int, answer: str, faithful: bool, contexts: list[str] | None = None) -> CalibrationItem:
+    return CalibrationItem(id=f"i{i}", question=f"Question {i}?", answer=answer, faithful=faithful,
+                           contexts=contexts or [])
+
+
+# --- data ----------------------------------------------------------------------------------------
+@pytest.mark.parametrize(("value", "faithful"), [
+    ("faithful", True), ("Hallucinated", False), (True, True), (False, False), (1, True), (0, False),
+    ("yes", True), ("no", False), ("supported", True), ("incorrect", False),
+])
+def test_parse_label(value, faithful):
+    assert parse_label(value) is faithful
+
+
+def test_parse_label_rejects_unknown_words_with_the_accepted_ones():
+    with pytest.raises(ValueError, match="faithful/hallucinated"):
+        parse_label("maybe")
+
+
+def test_generic_jsonl_loader(tmp_path):
+    path = tmp_path / "set.jsonl"
+    rows = [
+        {"id": "a", "context": "Paris is in France.", "question": "Where?", "answer": "France",
+         "label": "faithful"},
+        {"id": "b", "context": ["c1", "c2"], "claim": "The sky is green.", "label": 0, "source": "x"},
+        {"question": "q", "answer": "a", "context": None, "label": "yes"},
+    ]
+    path.write_text("\n".join(json.dumps(r) for r in rows) + "\n\n")
+    items = load_calibration_set(path)
+    assert [it.id for it in items] == ["a", "b", "3"]
+    assert items[0].contexts == ["Paris is in France."] and items[0].faithful
+    assert items[1].answer == "The sky is green." and items[1].contexts == ["c1", "c2"]
+    assert items[1].label == HALLUCINATED and items[1].metadata == {"source": "x"}
+    assert items[2].contexts == [] and items[2].label == FAITHFUL
+
+
+@pytest.mark.parametrize(("line", "message"), [
+    ('{"question": "q", "label": "yes"}', "'answer'"),
+    ('{"answer": "a"}', "'label'"),
+    ('{"answer": "a", "label": "perhaps"}', ":1: unknown label"),
+    ("{not json", "not valid JSON"),
+])
+def test_generic_loader_errors_name_the_line(tmp_path, line, message):
+    path = tmp_path / "bad.jsonl"
+    path.write_text(line + "\n")
+    with pytest.raises(ValueError, match=message):
+        load_jsonl(path)
+
+
+def test_missing_file_says_what_to_pass(tmp_path):
+    with pytest.raises(FileNotFoundError, match="JSONL"):
+        load_calibration_set(tmp_path / "nope.jsonl")
+
+
+def test_shipped_halueval_slice_loads_balanced():
+    items = load_calibration_set(SAMPLE)
+    assert len(items) == 200
+    assert sum(not it.faithful for it in items) == 100
+    assert all(it.question and it.answer and not it.contexts for it in items)
+    assert SAMPLE.with_suffix(".LICENSE").is_file()
+
+
+def test_stratified_sample_is_seeded_and_keeps_proportions():
+    items = [_item(i, "a", faithful=i % 4 != 0) for i in range(100)]  # 25% hallucinated
+    picked = stratified_sample(items, 20, seed=1)
+    assert len(picked) == 20 and sum(not it.faithful for it in picked) == 5
+    assert picked == stratified_sample(items, 20, seed=1)
+    assert picked != stratified_sample(items, 20, seed=2)
+    assert sum(not it.faithful for it in stratified_sample(items, 20, seed=1, balanced=True)) == 10
+    assert stratified_sample(items, None) == items
+
+
+# --- the support judge ----------------------------------------------------------------------------
+def test_support_judge_scores_fails_explicitly_and_fences_the_response():
+    llm = ScriptedLLM(_knows_atlantis_is_fiction)
+    items = [_item(1, "Paris is the capital of France.", True), _item(2, "Atlantis is in Greece.", False),
+             _item(3, "GARBLE", True), _item(4, "   ", True)]
+    result = SupportJudge(llm, use_logprobs=False).evaluate(*to_eval_pairs(items))
+    assert [it.score for it in result.items[:2]] == [1.0, 0.0]
+    assert result.items[0].details["reason"] == "Correct."
+    assert "judge call failed" in result.items[2].error
+    assert result.items[3].error == "empty answer: nothing to judge"
+    assert (result.n_scored, result.n_failed) == (2, 2)
+    assert "<<<BEGIN RESPONSE>>>\nAtlantis is in Greece.\n<<<END RESPONSE>>>" in _user(llm.seen[1])
+    assert len(llm.seen) == 3  # the empty answer never reached the judge
+
+
+def test_support_judge_checks_against_contexts_when_given():
+    llm = ScriptedLLM(_knows_atlantis_is_fiction)
+    SupportJudge(llm, use_logprobs=False).evaluate(*to_eval_pairs([_item(1, "x", True, ["doc one"])]))
+    assert "<<<BEGIN CONTEXT 1>>>\ndoc one\n<<<END CONTEXT 1>>>" in _user(llm.seen[0])
+    assert "CONTEXT" in llm.seen[0][0]["content"]
+
+
+# --- calibrate -------------------------------------------------------------------------------------
+class StubJudge:
+    """Fixed scores and weighted scores per item: the calibration arithmetic under test, no LLM."""
+
+    name = "stub"
+
+    def __init__(self, scores: list[float | None], weighted: list[float | None]) -> None:
+        self.scores, self.weighted = scores, weighted
+
+    def evaluate(self, samples, answers) -> MetricResult:
+        items = []
+        for s, score, w in zip(samples, self.scores, self.weighted, strict=True):
+            if score is None:
+                items.append(ItemScore(item_id=s.id, error="judge call failed: timeout"))
+            else:
+                details = {} if w is None else {"weighted_score": w}
+                items.append(ItemScore(item_id=s.id, score=score, details=details))
+        return MetricResult.from_items(self.name, items, details={"usage": {"model": "stub-model"}})
+
+
+def test_calibrate_matches_sklearn_for_greedy_and_weighted():
+    truth = [True, True, True, False, False, True, False, True, False, True]
+    greedy = [1.0, 1.0, 0.0, 0.0, 1.0, 1.0, 0.0, None, 0.0, 1.0]
+    weighted = [0.9, 0.6, 0.4, 0.2, 0.45, 0.8, 0.1, None, 0.7, None]
+    items = [_item(i, "a", t) for i, t in enumerate(truth)]
+    report = calibrate(StubJudge(greedy, weighted), items, resamples=200)
+    assert report.n_items == 10 and report.n_failed == 1 and report.model == "stub-model"
+    assert report.items[7].error == "judge call failed: timeout"
+    for mode, scores in (("greedy", greedy), ("weighted", weighted)):
+        kept = [(t, s) for t, s in zip(truth, scores, strict=True) if s is not None]
+        y = [FAITHFUL if t else HALLUCINATED for t, _ in kept]
+        p = [FAITHFUL if s >= 0.5 else HALLUCINATED for _, s in kept]
+        m = report.modes[mode]
+        assert m.n == len(kept)
+        assert m.accuracy.value == pytest.approx(sum(a == b for a, b in zip(y, p, strict=True)) / len(y))
+        assert m.balanced_accuracy.value == pytest.approx(balanced_accuracy_score(y, p))
+        assert m.cohen_kappa.value == pytest.approx(cohen_kappa_score(y, p))
+        assert m.f1_hallucinated.value == pytest.approx(f1_score(y, p, pos_label=HALLUCINATED))
+        for est in (m.accuracy, m.balanced_accuracy, m.f1_hallucinated, m.cohen_kappa):
+            assert est.ci_low <= est.value <= est.ci_high and math.isfinite(est.ci_low)
+    assert report.modes["greedy"].confusion == {"tp": 3, "fp": 1, "fn": 1, "tn": 4}
+    md = report.to_markdown()
+    assert "| greedy | 9 |" in md and "| weighted | 8 |" in md and "timeout" in md
+
+
+def test_calibrate_without_logprobs_says_why_weighted_is_missing():
+    items = [_item(i, "a", i % 2 == 0) for i in range(4)]
+    report = calibrate(StubJudge([1.0, 0.0, 1.0, 1.0], [None] * 4), items, resamples=100)
+    assert report.modes["weighted"] is None and "logprobs" in report.unavailable["weighted"]
+    assert "logprobs" in report.to_markdown()
+
+
+def test_run_calibration_on_the_shipped_slice_with_a_mock_judge():
+    def halluc_detector(messages, schema):  # says "no" to one response in three, by length parity
+        return json.dumps({"verdict": "no" if len(_user(messages)) % 3 == 0 else "yes", "reason": "r"})
+
+    llm = ScriptedLLM(halluc_detector)
+    report = run_calibration(CalibrationSettings(limit=12, seed=3, resamples=100), llm=llm)
+    assert report.judge == "support" and report.n_items == 12 and report.n_failed == 0
+    assert report.label_counts == {FAITHFUL: 6, HALLUCINATED: 6}
+    assert report.modes["greedy"].n == 12
+
+
+def test_auto_picks_faithfulness_when_every_item_has_contexts(tmp_path):
+    path = tmp_path / "ctx.jsonl"
+    path.write_text("\n".join(json.dumps({"id": str(i), "context": "The sky is blue.", "question": "Sky?",
+                                          "answer": "The sky is blue." if i % 2 else "The sky is green.",
+                                          "label": bool(i % 2)}) for i in range(6)))
+
+    def script(messages, schema):
+        if schema is not None and "statements" in schema.model_fields:
+            answer = _user(messages).split("<<<BEGIN ANSWER>>>\n")[1].split("\n<<<END ANSWER>>>")[0]
+            return json.dumps({"statements": [answer]})
+        verdict = "yes" if "The sky is blue.\n<<<END STATEMENT>>>" in _user(messages) else "no"
+        return json.dumps({"reason": "checked", "verdict": verdict})
+
+    report = run_calibration(
+        CalibrationSettings(dataset=str(path), limit=None, use_logprobs=False, resamples=100),
+        llm=ScriptedLLM(script),
+    )
+    assert report.judge == "faithfulness"
+    assert report.modes["greedy"].accuracy.value == 1.0
+    with pytest.raises(ValueError, match="judge: support"):
+        run_calibration(CalibrationSettings(judge="faithfulness", limit=4), llm=ScriptedLLM(script))
+
+
+def test_settings_reject_unknown_keys():
+    with pytest.raises(ValueError, match="datset"):
+        CalibrationSettings.model_validate({"datset": "x.jsonl"})

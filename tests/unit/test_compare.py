@@ -1,0 +1,266 @@
+"""Run comparison verdicts and the promotion gate, on hand-built MetricResults."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from pydantic import ValidationError
+
+from ragwatch.compare import (
+    Comparison,
+    GateThresholds,
+    compare_runs,
+    gate_decision,
+    is_higher_better,
+    matches,
+)
+from ragwatch.results import ItemScore, MetricResult
+
+
+def result(name: str, scores, ids=None, errors: dict[str, str] | None = None, **details) -> MetricResult:
+    ids = ids or [f"q{i}" for i in range(len(scores))]
+    errors = errors or {}
+    items = [ItemScore(item_id=i, error=errors[i]) if i in errors else ItemScore(item_id=i, score=float(s))
+             for i, s in zip(ids, scores, strict=True)]
+    return MetricResult.from_items(name, items, details=details)
+
+
+def rng(seed: int = 0) -> np.random.Generator:
+    return np.random.default_rng(seed)
+
+
+BASE = rng(0).uniform(0.4, 1.0, 80)
+
+
+def test_clear_regression_is_regressed_and_blocks_the_gate():
+    old = {"faithfulness": result("faithfulness", BASE)}
+    new = {"faithfulness": result("faithfulness", BASE - 0.2 + rng(1).normal(0, 0.02, 80))}
+    th = GateThresholds(default_allowed_drop=0.05)
+    cmp = compare_runs(new, old, thresholds=th, old_label="production")
+    row = cmp.row("faithfulness")
+    assert row.verdict == "regressed"
+    assert row.method == "paired" and row.n_paired == 80
+    assert row.diff_high < -0.05 and row.diff == pytest.approx(row.new_score - row.old_score, abs=1e-9)
+    decision = gate_decision(cmp, th)
+    assert decision.promote is False
+    (reason,) = decision.reasons
+    assert "faithfulness" in reason and "0.050" in reason and "95% CI" in reason
+    assert f"{row.diff:+.3f}" in reason
+
+
+def test_clear_improvement_is_improved_and_promotes():
+    old = {"faithfulness": result("faithfulness", BASE)}
+    new = {"faithfulness": result("faithfulness", np.minimum(BASE + 0.1, 1.0))}
+    cmp = compare_runs(new, old, thresholds=GateThresholds())
+    assert cmp.row("faithfulness").verdict == "improved"
+    decision = gate_decision(cmp, GateThresholds())
+    assert decision.promote and "no gated metric regressed" in decision.reasons[0]
+
+
+def test_noise_is_not_a_regression():
+    old = {"m": result("m", BASE)}
+    new = {"m": result("m", BASE + rng(2).normal(0, 0.05, 80))}
+    # with a tolerance the noise interval lies within it: unchanged; without one it is inconclusive
+    assert compare_runs(new, old, thresholds=GateThresholds(default_allowed_drop=0.05)).row("m").verdict \
+        == "unchanged"
+    strict = compare_runs(new, old, thresholds=GateThresholds())
+    assert strict.row("m").verdict == "inconclusive"
+    assert gate_decision(strict, GateThresholds()).promote
+
+
+def test_a_possible_gain_beyond_the_allowance_is_inconclusive_not_unchanged():
+    z = rng(6).normal(size=80)
+    diffs = 0.01 + 0.08 * (z - z.mean()) / z.std()  # mean 0.01, interval about [-0.008, +0.028]
+    old, new = {"m": result("m", BASE)}, {"m": result("m", BASE + diffs)}
+    row = compare_runs(new, old, thresholds=GateThresholds(default_allowed_drop=0.02)).row("m")
+    assert row.diff_low < 0 < 0.02 < row.diff_high and row.diff_low > -0.02
+    assert row.verdict == "inconclusive"
+
+
+def test_identical_runs_are_unchanged_with_a_zero_interval():
+    run = {"m": result("m", BASE), "hit_rate@5": result("hit_rate@5", [1, 0, 1, 1, 0])}
+    cmp = compare_runs(run, run)
+    assert {r.verdict for r in cmp.rows} == {"unchanged"}
+    assert all(r.diff_low == r.diff_high == 0 for r in cmp.rows)
+
+
+def test_drop_within_the_allowance_is_not_a_regression_but_beyond_it_is():
+    old = {"m": result("m", BASE)}
+    new = {"m": result("m", BASE - 0.03)}
+    loose = GateThresholds(per_metric={"m": 0.05})
+    row = compare_runs(new, old, thresholds=loose).row("m")
+    assert row.verdict == "unchanged" and "within the allowed drop" in row.note
+    assert gate_decision(compare_runs(new, old, thresholds=loose), loose).promote
+    tight = GateThresholds(default_allowed_drop=0.5, per_metric={"m*": 0.01})  # glob beats the default
+    assert compare_runs(new, old, thresholds=tight).row("m").verdict == "regressed"
+
+
+@pytest.mark.parametrize("name", ["perplexity", "answer_perplexity", "e2e_failure_rate",
+                                  "e2e_failure_rate/smoke"])
+def test_lower_is_better_metrics_are_mirrored(name):
+    old_values = rng(3).uniform(5, 10, 60)
+    old = {name: result(name, old_values)}
+    worse = {name: result(name, old_values + 2)}
+    better = {name: result(name, old_values - 2)}
+    assert compare_runs(worse, old).row(name).verdict == "regressed"
+    assert compare_runs(better, old).row(name).verdict == "improved"
+    assert compare_runs(worse, old).row(name).higher_is_better is False
+
+
+def test_direction_from_metric_details_and_overrides():
+    values = rng(4).uniform(0, 1, 50)
+    old = {"toxicity": result("toxicity", values, higher_is_better=False)}
+    new = {"toxicity": result("toxicity", values + 0.3, higher_is_better=False)}
+    assert compare_runs(new, old).row("toxicity").verdict == "regressed"
+    # an explicit direction wins over the metric's own
+    assert compare_runs(new, old, higher_is_better={"toxicity": True}).row("toxicity").verdict == "improved"
+    assert is_higher_better("x", result("x", [1], lower_is_better=True)) is False
+    assert is_higher_better("mrr") is True
+
+
+def test_missing_metrics_are_added_or_removed_and_only_block_when_explicitly_gated():
+    old = {"a": result("a", BASE), "gone": result("gone", BASE)}
+    new = {"a": result("a", BASE), "fresh": result("fresh", BASE)}
+    cmp = compare_runs(new, old)
+    assert cmp.row("gone").verdict == "removed" and cmp.row("fresh").verdict == "added"
+    assert cmp.row("gone").old_score == pytest.approx(float(BASE.mean()))
+    assert gate_decision(cmp, GateThresholds()).promote
+    gated = GateThresholds(gated_metrics=["a", "gone"])
+    decision = gate_decision(cmp, gated)
+    assert not decision.promote and any("gone" in r and "missing" in r for r in decision.reasons)
+
+
+def test_items_that_do_not_pair_are_compared_unpaired():
+    old = {"m": result("m", BASE, ids=[f"old{i}" for i in range(80)])}
+    new = {"m": result("m", BASE - 0.3, ids=[f"new{i}" for i in range(80)])}
+    row = compare_runs(new, old, thresholds=GateThresholds(default_allowed_drop=0.05)).row("m")
+    assert row.method == "unpaired" and row.n_paired == 0 and "no item ids in common" in row.note
+    assert row.verdict == "regressed"
+
+
+def test_few_shared_ids_fall_back_to_unpaired():
+    ids_old = [f"q{i}" for i in range(40)]
+    ids_new = [f"q{i}" for i in range(35, 75)]  # 5 of 40 in common
+    new, old = {"m": result("m", BASE[:40], ids=ids_new)}, {"m": result("m", BASE[:40], ids=ids_old)}
+    row = compare_runs(new, old).row("m")
+    assert row.method == "unpaired" and "only 5 item ids in common" in row.note
+
+
+def test_pairing_sees_a_small_consistent_gain_that_unpaired_cannot():
+    # large spread between items, a small gain on every item: only the paired interval excludes 0
+    old_values = rng(5).uniform(0, 1, 60)
+    new_values = old_values + 0.02
+    paired = compare_runs({"m": result("m", new_values)}, {"m": result("m", old_values)}).row("m")
+    unpaired = compare_runs({"m": result("m", new_values, ids=[f"n{i}" for i in range(60)])},
+                            {"m": result("m", old_values)}).row("m")
+    assert paired.verdict == "improved"
+    assert unpaired.verdict == "inconclusive"
+
+
+def test_failed_items_are_left_out_of_the_pairs():
+    errors = {"q0": "judge timeout", "q1": "judge timeout"}
+    old = {"m": result("m", BASE)}
+    new = {"m": result("m", BASE, errors=errors)}
+    row = compare_runs(new, old).row("m")
+    assert row.n_paired == 78 and row.n_new == 78 and row.n_old == 80
+    assert row.verdict == "unchanged"
+
+
+def test_a_metric_with_no_scored_item_is_not_comparable_and_blocks():
+    ids = [f"q{i}" for i in range(5)]
+    old = {"m": result("m", [1, 1, 0, 1, 1])}
+    new = {"m": result("m", [0] * 5, errors={i: "judge unreachable" for i in ids})}
+    cmp = compare_runs(new, old)
+    assert cmp.row("m").verdict == "not_comparable"
+    decision = gate_decision(cmp, GateThresholds())
+    assert not decision.promote and "no item could be scored" in decision.reasons[0]
+    # a broken baseline does not block the new run
+    assert gate_decision(compare_runs(old, new), GateThresholds()).promote
+
+
+def test_fewer_than_two_items_is_inconclusive():
+    row = compare_runs({"m": result("m", [0.0])}, {"m": result("m", [1.0])}).row("m")
+    assert row.verdict == "inconclusive" and "fewer than 2" in row.note
+
+
+def test_duplicate_item_ids_are_compared_unpaired():
+    row = compare_runs({"m": result("m", [1, 1, 1], ids=["a", "a", "b"])},
+                       {"m": result("m", [1, 0, 1], ids=["a", "b", "c"])}).row("m")
+    assert row.method == "unpaired" and "duplicate" in row.note
+
+
+def test_no_baseline_promotes():
+    new = {"m": result("m", BASE)}
+    cmp = compare_runs(new, None, old_label="production")
+    assert not cmp.has_baseline and cmp.rows[0].verdict == "added"
+    assert gate_decision(cmp, GateThresholds()).reasons == ["no production baseline"]
+    assert gate_decision(None, GateThresholds()).promote
+    assert gate_decision(compare_runs(new, {}), GateThresholds()).promote
+    assert "no production baseline" in cmp.to_text()
+
+
+def test_ungated_regressions_do_not_block_and_typos_in_gated_metrics_do():
+    old = {"hit_rate@5": result("hit_rate@5", BASE), "style": result("style", BASE)}
+    new = {"hit_rate@5": result("hit_rate@5", BASE), "style": result("style", BASE - 0.3)}
+    th = GateThresholds(gated_metrics=["hit_rate@*"])
+    cmp = compare_runs(new, old, thresholds=th)
+    assert cmp.row("style").verdict == "regressed" and not cmp.row("style").gated
+    assert gate_decision(cmp, th).promote
+    typo = GateThresholds(gated_metrics=["hitrate@5"])
+    decision = gate_decision(compare_runs(new, old, thresholds=typo), typo)
+    assert not decision.promote
+    assert "hitrate@5" in decision.reasons[-1] and "matches no metric" in decision.reasons[-1]
+
+
+def test_thresholds_validate():
+    with pytest.raises(ValidationError, match="allowed_drops"):
+        GateThresholds(allowed_drops={"m": 0.1})
+    with pytest.raises(ValidationError, match="allowed drops must be"):
+        GateThresholds(per_metric={"m": -0.1})
+    with pytest.raises(ValidationError):
+        GateThresholds(default_allowed_drop=-1)
+    assert matches("hit_rate@5", "hit_rate") and matches("bm25/hit_rate@5", "*hit_rate@*")
+    assert not matches("mrr", "map")
+
+
+def test_non_metric_values_are_rejected():
+    with pytest.raises(TypeError, match="MetricResult"):
+        compare_runs({"m": 0.5}, {"m": result("m", [1])})  # type: ignore[dict-item]
+
+
+def _mixed() -> Comparison:
+    old = {"b_metric": result("b_metric", BASE), "a<b>": result("a<b>", BASE),
+           "perplexity": result("p", BASE)}
+    new = {"b_metric": result("b_metric", BASE - 0.3), "a<b>": result("a<b>", BASE),
+           "new_one": result("n", BASE), "perplexity": result("p", BASE - 0.3)}
+    return compare_runs(new, old, new_label="run 7", old_label="production")
+
+
+def test_rows_put_what_needs_attention_first():
+    assert [r.verdict for r in _mixed().rows] == ["regressed", "improved", "added", "unchanged"]
+
+
+def test_to_frame():
+    frame = _mixed().to_frame()
+    assert list(frame["metric"]) == ["b_metric", "perplexity", "new_one", "a<b>"]
+    expected = {"old_score", "new_score", "diff", "diff_low", "diff_high", "n_paired", "verdict"}
+    assert expected <= set(frame.columns)
+
+
+def test_to_markdown_and_text():
+    cmp = _mixed()
+    md = cmp.to_markdown()
+    assert "| metric | old | new | diff |" in md and "**regressed**" in md and "a&lt;b&gt;" in md
+    text = cmp.to_text()
+    lines = text.splitlines()
+    assert lines[0] == "run 7 vs production"
+    assert lines[2].startswith("-----") and "b_metric" in lines[3] and "regressed" in lines[3]
+    assert lines[-1] == "(1 added, 1 improved, 1 regressed, 1 unchanged)"
+
+
+def test_to_html_escapes_and_colours():
+    fragment = _mixed().to_html()
+    assert "<table" in fragment and "a&lt;b&gt;" in fragment and "a<b>" not in fragment
+    assert "#c62828" in fragment  # regressed colour
+    page = _mixed().to_html(full_page=True)
+    assert page.startswith("<!DOCTYPE html>") and "<style>" in page and "<script" not in page

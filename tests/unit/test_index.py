@@ -1,0 +1,254 @@
+"""Index: exact vector search, BM25, hybrid fusion, persistence, and the errors that guard them."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from ragwatch.embeddings import EmbeddingSettings, get_embedder
+from ragwatch.index import (
+    CorruptIndexError,
+    EmbeddingMismatchError,
+    EmptyIndexError,
+    Index,
+    rrf_fuse,
+    tokenize,
+    top_k,
+)
+from ragwatch.types import Chunk
+
+
+def make_chunks(texts: list[str], sources: list[str] | None = None) -> list[Chunk]:
+    sources = sources or [f"doc{i // 2}.md" for i in range(len(texts))]
+    return [
+        Chunk(id=f"c{i}", document_id=src, source=src, text=t, start=0, end=len(t))
+        for i, (t, src) in enumerate(zip(texts, sources, strict=True))
+    ]
+
+
+class TableEmbedder:
+    """Vectors looked up in a table (unknown texts get a seeded random vector): the index logic alone."""
+
+    def __init__(self, table: dict[str, np.ndarray], identity: str = "test/table", dim: int = 16) -> None:
+        self.table = table
+        self.identity = identity
+        self.dim = dim
+        self.max_input_tokens = 512
+        self.calls: list[int] = []
+
+    def count_tokens(self, text: str) -> int:
+        return len(text.split())
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        self.calls.append(len(texts))
+        rows = []
+        for t in texts:
+            if t not in self.table:
+                seed = sum(t.encode()) + len(t)
+                self.table[t] = np.random.default_rng(seed).normal(size=self.dim)
+            rows.append(self.table[t])
+        matrix = np.asarray(rows, dtype=np.float32).reshape(len(texts), self.dim)
+        return matrix / np.maximum(np.linalg.norm(matrix, axis=1, keepdims=True), 1e-12)
+
+
+@pytest.fixture
+def random_index() -> tuple[Index, TableEmbedder]:
+    texts = [f"chunk number {i}" for i in range(200)]
+    embedder = TableEmbedder({})
+    return Index.build(make_chunks(texts), embedder), embedder
+
+
+def test_vector_search_matches_brute_force(random_index: tuple[Index, TableEmbedder]) -> None:
+    index, embedder = random_index
+    queries = [f"query {i}" for i in range(10)]
+    query_vectors = embedder.embed(queries)
+    results = index.search_many(queries, k=7, mode="vector", embedder=embedder)
+    for q_vec, hits in zip(query_vectors, results, strict=True):
+        brute = [float(np.dot(v.astype(np.float64), q_vec)) for v in index.vectors]
+        expected = sorted(range(len(brute)), key=lambda i: -brute[i])[:7]
+        assert [h.chunk.id for h in hits] == [f"c{i}" for i in expected]
+        assert [h.rank for h in hits] == list(range(1, 8))
+        np.testing.assert_allclose([h.score for h in hits], [brute[i] for i in expected], atol=1e-5)
+
+
+def test_search_many_equals_search_and_embeds_in_one_call(random_index: tuple[Index, TableEmbedder]) -> None:
+    index, embedder = random_index
+    queries = [f"another query {i}" for i in range(5)]
+    embedder.calls.clear()
+    many = index.search_many(queries, k=3, mode="hybrid", embedder=embedder)
+    assert embedder.calls == [5]
+    assert many == [index.search(q, k=3, mode="hybrid", embedder=embedder) for q in queries]
+    assert index.search_many([], k=3, embedder=embedder) == []
+
+
+def test_ties_break_by_chunk_order() -> None:
+    scores = np.array([0.5, 0.9, 0.5, 0.9, 0.5, 0.1], dtype=np.float32)
+    assert top_k(scores, 3).tolist() == [1, 3, 0]  # the boundary tie 0/2/4 goes to chunk 0
+    assert top_k(scores, 10).tolist() == [1, 3, 0, 2, 4, 5]
+    same = np.ones((4, 3), dtype=np.float32) / math.sqrt(3)
+    embedder = TableEmbedder({"q": np.ones(3)}, dim=3)
+    index = Index(make_chunks(["a", "b", "c", "d"]), same, embedder.identity)
+    assert [h.chunk.id for h in index.search("q", k=2, embedder=embedder)] == ["c0", "c1"]
+
+
+BM25_TEXTS = [
+    "Pipelines are made of steps that produce artifacts.",
+    "The Kubeflow orchestrator runs each step of a pipeline in its own pod.",
+    "Artifacts are stored in the artifact store, one version per run.",
+    "A stack holds an orchestrator and an artifact store.",
+]
+
+
+def test_bm25_ranks_the_keyword_document_first() -> None:
+    index = Index.build(make_chunks(BM25_TEXTS), TableEmbedder({}))
+    hits = index.search("kubeflow", k=4, mode="bm25")
+    assert [h.chunk.id for h in hits] == ["c1"]  # chunks without the word are not matches
+    hits = index.search("Which orchestrator runs a pipeline on Kubeflow?", k=4, mode="bm25")
+    assert hits[0].chunk.id == "c1"
+    assert hits[0].score > hits[1].score > 0
+    assert index.search("the of and", k=3, mode="bm25") == []  # only stopwords: nothing matches
+
+
+def test_bm25_scores_follow_the_lucene_formula() -> None:
+    index = Index.build(make_chunks(BM25_TEXTS), TableEmbedder({}))
+    docs = [tokenize(t) for t in BM25_TEXTS]
+    avgdl = sum(len(d) for d in docs) / len(docs)
+    k1, b = 1.5, 0.75
+
+    def bm25(term: str, doc: list[str]) -> float:
+        df = sum(term in d for d in docs)
+        idf = math.log(1 + (len(docs) - df + 0.5) / (df + 0.5))
+        tf = doc.count(term)
+        # Lucene (and bm25s) drop the constant (k1 + 1) factor of the textbook formula
+        return idf * tf / (tf + k1 * (1 - b + b * len(doc) / avgdl))
+
+    expected = [bm25("orchestrator", d) + bm25("store", d) for d in docs]
+    np.testing.assert_allclose(index.bm25_scores("Orchestrator STORE"), expected, rtol=1e-5)
+
+
+def test_tokenize_lowercases_splits_identifiers_and_drops_stopwords() -> None:
+    words = tokenize("How do I call log_metadata() in ZenML 0.60?")
+    assert words == ["call", "log", "metadata", "zenml", "0", "60"]
+
+
+def test_rrf_fusion_on_hand_worked_ranks() -> None:
+    fused = rrf_fuse([[0, 1, 2], [2, 0]])
+    assert [item for item, _ in fused] == [0, 2, 1]
+    assert fused[0][1] == pytest.approx(1 / 61 + 1 / 62)
+    assert fused[1][1] == pytest.approx(1 / 63 + 1 / 61)
+    assert fused[2][1] == pytest.approx(1 / 62)
+    # equal fused scores break by item order
+    assert [item for item, _ in rrf_fuse([[5, 3], [3, 5]])] == [3, 5]
+
+
+def test_hybrid_search_fuses_the_two_rankings() -> None:
+    # vector ranking: c3, c2, c1, c0 (by construction); BM25 ranking for "kubeflow pod": only c1
+    dim = 4
+    vectors = np.eye(dim, dtype=np.float32)[[0, 1, 2, 3]]
+    query = np.array([0.1, 0.2, 0.3, 0.4])
+    embedder = TableEmbedder({"kubeflow pod": query}, dim=dim)
+    index = Index(make_chunks(BM25_TEXTS), vectors, embedder.identity)
+    vec = [h.chunk.id for h in index.search("kubeflow pod", k=4, mode="vector", embedder=embedder)]
+    assert vec == ["c3", "c2", "c1", "c0"]
+    hits = index.search("kubeflow pod", k=4, mode="hybrid", embedder=embedder)
+    # c1: 1/(60+3) + 1/(60+1); c3: 1/61; c2: 1/62; c0: 1/64
+    assert [h.chunk.id for h in hits] == ["c1", "c3", "c2", "c0"]
+    np.testing.assert_allclose([h.score for h in hits], [1 / 63 + 1 / 61, 1 / 61, 1 / 62, 1 / 64])
+    assert [h.rank for h in hits] == [1, 2, 3, 4]
+
+
+def test_save_load_round_trip(tmp_path: Path, random_index: tuple[Index, TableEmbedder]) -> None:
+    index, embedder = random_index
+    index.save(tmp_path / "idx")
+    meta = json.loads((tmp_path / "idx" / "meta.json").read_text())
+    assert meta["count"] == 200 and meta["dim"] == 16 and meta["embedding_identity"] == "test/table"
+    loaded = Index.load(tmp_path / "idx")
+    assert loaded.chunks == index.chunks
+    np.testing.assert_array_equal(loaded.vectors, index.vectors)
+    assert loaded.vectors.dtype == np.float32
+    assert loaded.fingerprint == index.fingerprint == meta["fingerprint"]
+    assert loaded.embedding_identity == index.embedding_identity
+    for mode in ("vector", "bm25", "hybrid"):
+        queries = ["chunk number 7", "number 150"]
+        assert loaded.search_many(queries, k=5, mode=mode, embedder=embedder) == index.search_many(
+            queries, k=5, mode=mode, embedder=embedder
+        )
+
+
+def test_load_rejects_damaged_indexes(tmp_path: Path) -> None:
+    index = Index.build(make_chunks(BM25_TEXTS), TableEmbedder({}))
+    index.save(tmp_path / "a")
+    lines = (tmp_path / "a" / "chunks.jsonl").read_text().splitlines()
+    (tmp_path / "a" / "chunks.jsonl").write_text("\n".join(lines[::-1]) + "\n")
+    with pytest.raises(CorruptIndexError, match="fingerprint"):
+        Index.load(tmp_path / "a")
+    index.save(tmp_path / "b")
+    (tmp_path / "b" / "vectors.npy").unlink()
+    with pytest.raises(CorruptIndexError, match=r"missing vectors\.npy"):
+        Index.load(tmp_path / "b")
+
+
+def test_fingerprint_depends_on_chunks_and_identity() -> None:
+    chunks = make_chunks(BM25_TEXTS)
+    base = Index.build(chunks, TableEmbedder({}))
+    assert Index.build(chunks, TableEmbedder({})).fingerprint == base.fingerprint
+    assert Index.build(chunks, TableEmbedder({}, identity="test/other")).fingerprint != base.fingerprint
+    assert Index.build(chunks[:3], TableEmbedder({})).fingerprint != base.fingerprint
+
+
+def test_mismatched_embedder_is_refused_with_both_identities() -> None:
+    index = Index.build(make_chunks(BM25_TEXTS), TableEmbedder({}, identity="test/model-a"))
+    with pytest.raises(EmbeddingMismatchError) as err:
+        index.search("q", mode="hybrid", embedder=TableEmbedder({}, identity="test/model-b"))
+    message = str(err.value)
+    assert "test/model-a" in message and "test/model-b" in message and "rebuild the index" in message
+    assert index.search("kubeflow", mode="bm25", embedder=TableEmbedder({}, identity="x"))  # BM25 needs none
+
+
+def test_argument_errors() -> None:
+    index = Index.build(make_chunks(BM25_TEXTS), TableEmbedder({}))
+    for k in (0, -1, 2.5, True):
+        with pytest.raises(ValueError, match="k must be a positive integer"):
+            index.search("q", k=k, mode="bm25")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="unknown search mode 'dense'"):
+        index.search("q", mode="dense")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="needs the embedder"):
+        index.search("q", mode="vector")
+    with pytest.raises(TypeError, match="use search"):
+        index.search_many("q", mode="bm25")  # type: ignore[arg-type]
+    assert len(index.search("q", k=50, mode="vector", embedder=TableEmbedder({}))) == 4  # k > size
+
+
+def test_empty_and_duplicate_chunks() -> None:
+    with pytest.raises(EmptyIndexError, match="no chunks to index"):
+        Index.build([], TableEmbedder({}))
+    empty = Index([], np.zeros((0, 16), dtype=np.float32), "test/table")
+    with pytest.raises(EmptyIndexError, match="holds no chunks"):
+        empty.search("q", mode="bm25")
+    chunks = make_chunks(["a", "b"])
+    with pytest.raises(ValueError, match="duplicate chunk id 'c0'"):
+        Index.build([chunks[0], chunks[1], chunks[0]], TableEmbedder({}))
+
+
+def test_accessors() -> None:
+    chunks = make_chunks(BM25_TEXTS, sources=["b.md", "a.md", "b.md", "c.pdf"])
+    index = Index.build(chunks, TableEmbedder({}))
+    assert len(index) == 4
+    assert index.chunks == chunks
+    assert index.get_chunk("c2") == chunks[2]
+    with pytest.raises(KeyError, match="no chunk with id 'zz'"):
+        index.get_chunk("zz")
+    assert index.documents() == ["b.md", "a.md", "c.pdf"]
+
+
+def test_real_local_embedder_finds_the_paraphrased_chunk() -> None:
+    embedder = get_embedder(EmbeddingSettings())
+    index = Index.build(make_chunks(BM25_TEXTS), embedder, progress=False)
+    hits = index.search("Where do the outputs of my runs get saved?", k=2, mode="vector", embedder=embedder)
+    assert hits[0].chunk.id == "c2"
+    hits = index.search("What does a stack contain?", k=1, mode="hybrid", embedder=embedder)
+    assert hits[0].chunk.id == "c3"

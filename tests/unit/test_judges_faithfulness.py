@@ -1,0 +1,180 @@
+"""Faithfulness: statement splitting, per-statement verification, create-and-refine over windows."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+from test_judges_support import MockLLM, answer, fake_server, is_repair, last_user, no_nan, sample
+
+from ragwatch.judges import FaithfulnessJudge
+from ragwatch.judges.faithfulness import context_windows, split_text
+
+__all__ = ["fake_server"]
+
+
+@pytest.fixture(autouse=True)
+def _cache_dir(tmp_path, monkeypatch):
+    monkeypatch.setenv("RAGWATCH_CACHE_DIR", str(tmp_path / "cache"))
+
+
+def _between(text: str, label: str) -> list[str]:
+    return re.findall(rf"<<<BEGIN {label}[^>]*>>>\n(.*?)\n<<<END {label}", text, flags=re.DOTALL)
+
+
+def oracle(messages):
+    """A judge that splits answers on '. ' and says yes when a statement's key word is in the context."""
+    user = last_user(messages)
+    if "Split the ANSWER" in user:
+        ans = _between(user, "ANSWER")[0]
+        return json.dumps({"statements": [s.strip(" .") + "." for s in ans.split(". ") if s.strip(" .")]})
+    statement = _between(user, "STATEMENT")[0]
+    context = " ".join(_between(user, "CONTEXT"))
+    key = statement.split()[0]
+    verdict = "yes" if key in context else "no"
+    return json.dumps({"reason": f"{key} {'found' if verdict == 'yes' else 'missing'}", "verdict": verdict})
+
+
+def test_statement_by_statement_score_and_details(fake_server):
+    server = fake_server(oracle)
+    judge = FaithfulnessJudge(server.client())
+    result = judge.evaluate(
+        [sample(1), sample(2)],
+        [
+            answer(
+                "Paris is the capital. Paris has the Louvre. Berlin is large.",
+                contexts=["Paris: capital, Louvre."],
+            ),
+            answer("Paris is the capital.", contexts=["Paris is the capital of France."]),
+        ],
+    )
+    no_nan(result)
+    first = result.items[0]
+    assert first.score == pytest.approx(2 / 3)
+    assert first.details["statements"] == [
+        "Paris is the capital.",
+        "Paris has the Louvre.",
+        "Berlin is large.",
+    ]
+    assert first.details["statement_scores"] == [1, 1, 0]
+    assert first.details["reasons"][2] == "Berlin missing"
+    assert result.items[1].score == 1.0
+    assert result.details["individual_scores"] == [pytest.approx(2 / 3), 1.0]
+    assert result.details["usage"]["calls"] == 2 + 4  # one split per item, one verification per statement
+
+
+def test_long_contexts_are_refined_over_windows_not_truncated(fake_server):
+    server = fake_server(oracle)
+    filler = "Nothing relevant here at all. " * 40  # ~1200 chars per passage
+    contexts = [filler + "Paris is the capital.", filler, filler + "Louvre is a museum in Paris."]
+    judge = FaithfulnessJudge(server.client(), max_context_tokens=400)  # 1600 chars per window
+    result = judge.evaluate(
+        [sample(1)], [answer("Paris is the capital. Louvre is a museum. Rome is old.", contexts)]
+    )
+    item = result.items[0]
+    assert item.details["windows"] == 3 and result.details["windowed_items"] == 1
+    assert item.details["statement_scores"] == [1, 1, 0]
+    assert item.details["statement_windows"] == [1, 3, 3]  # Louvre found only in the last window
+    verify = [r["messages"] for r in server.requests if "<<<BEGIN STATEMENT>>>" in last_user(r["messages"])]
+    assert len(verify) == 3 + 2 + 2  # window 1: all; windows 2 and 3: the two not yet supported
+    refine = [last_user(m) for m in verify if "CONTEXT PART 3 OF 3" in last_user(m)]
+    assert refine and all("verdict was NO" in u and "<<<BEGIN EARLIER REASON>>>" in u for u in refine)
+    # every character of the contexts reached the judge in some window
+    seen = "".join("".join(_between(last_user(m), "CONTEXT")) for m in verify)
+    assert all(c.strip() in seen or c[:1000] in seen for c in contexts)
+
+
+def test_context_windows_split_oversized_passages_without_loss():
+    text = ("Sentence one is here. " * 100).strip()
+    pieces = split_text(text, 300)
+    assert "".join(pieces) == text and all(len(p) <= 300 for p in pieces)
+    windows = context_windows(["short a", text, "short b"], 300)
+    assert "".join("".join(w) for w in windows) == "short a" + text + "short b"
+    assert all(sum(len(p) for p in w) <= 300 for w in windows)
+
+
+def test_unscorable_items_fail_with_reasons(fake_server):
+    def script(messages):
+        user = last_user(messages)
+        if "Split the ANSWER" in user:
+            return json.dumps(
+                {"statements": []} if "I don't know" in user else {"statements": ["Paris is big."]}
+            )
+        return json.dumps({"reason": "ok", "verdict": "yes"})
+
+    server = fake_server(script)
+    result = FaithfulnessJudge(server.client()).evaluate(
+        [sample(i) for i in range(5)],
+        [
+            answer("  "),
+            answer(contexts=[]),
+            answer("I don't know."),
+            answer(error="timeout"),
+            answer("Paris."),
+        ],
+    )
+    no_nan(result)
+    errors = [it.error for it in result.items]
+    assert errors[0] == "empty answer: no statements to verify"
+    assert errors[1] == "no retrieved contexts to verify against"
+    assert errors[2] == "the judge found no statements in the answer"
+    assert "timeout" in errors[3]
+    assert result.items[4].score == 1.0 and result.n_scored == 1 and result.n_failed == 4
+    assert result.details["usage"]["calls"] == 2 + 1  # empty/no-context/failed answers never reach the LLM
+
+
+def test_invalid_verdict_repaired_and_failed_verdict_fails_item(fake_server):
+    def script(messages):
+        user = last_user(messages)
+        if "Split the ANSWER" in user:
+            return json.dumps({"statements": ["Paris is big.", "Rome is old."]})
+        statement = "".join(_between(messages[-3]["content"] if is_repair(messages) else user, "STATEMENT"))
+        if "Rome" in statement:
+            return "I cannot decide."  # also on the repair turn
+        if is_repair(messages):
+            return json.dumps({"reason": "fixed", "verdict": "yes"})
+        return json.dumps({"reason": "r", "verdict": "maybe"})
+
+    server = fake_server(script)
+    result = FaithfulnessJudge(server.client(max_repairs=1)).evaluate([sample(1)], [answer("Paris. Rome.")])
+    no_nan(result)
+    # statement 1 was repaired to yes; statement 2 stays unparsable after its repair -> the item fails
+    assert result.n_failed == 1
+    assert "statement 2" in result.items[0].error and "Rome is old." in result.items[0].error
+    assert result.items[0].details["statements"] == ["Paris is big.", "Rome is old."]
+    assert result.details["usage"]["repairs"] == 2
+
+
+def test_split_reply_that_fails_is_explicit():
+    result = FaithfulnessJudge(MockLLM("not json")).evaluate([sample(1)], [answer()])
+    no_nan(result)
+    assert result.items[0].error.startswith("splitting the answer into statements: judge call failed")
+
+
+def test_statement_count_is_bounded_by_schema():
+    judge = FaithfulnessJudge(MockLLM(json.dumps({"statements": ["a", "b", "c"]})), max_statements=2)
+    schema = judge.schema.model_json_schema()
+    assert schema["properties"]["statements"]["maxItems"] == 2
+    result = judge.evaluate([sample(1)], [answer()])
+    assert "judge call failed" in result.items[0].error  # 3 > 2 statements is invalid, never truncated
+
+
+def test_weighted_score_is_mean_p_yes(fake_server):
+    def script(messages):
+        user = last_user(messages)
+        if "Split the ANSWER" in user:
+            return json.dumps({"statements": ["Paris is big.", "Rome is old."]})
+        yes = "Paris" in "".join(_between(user, "STATEMENT"))
+        prefix = '{"reason": "r", "verdict": "'
+        word = "yes" if yes else "no"
+        alts = {"yes": 0.8, "no": 0.2} if yes else {"no": 0.9, "yes": 0.1}
+        return prefix + word + '"}', [(prefix, {prefix: 1.0}), (word, alts), ('"}', {'"}': 1.0})]
+
+    server = fake_server(script)
+    result = FaithfulnessJudge(server.client(), use_logprobs=True).evaluate([sample(1)], [answer()])
+    item = result.items[0]
+    assert item.score == 0.5 and item.details["statement_yes_probabilities"] == pytest.approx([0.8, 0.1])
+    assert item.details["weighted_score"] == pytest.approx(0.45) and result.details[
+        "weighted"
+    ] == pytest.approx(0.45)

@@ -1,0 +1,250 @@
+"""The HTML report and the Markdown summary: structure, plots, escaping, optional parts."""
+
+from __future__ import annotations
+
+import base64
+import re
+import time
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from ragwatch.compare import GateDecision, GateThresholds, compare_runs, gate_decision
+from ragwatch.report import build_html_report, build_markdown_summary, metric_family, parse_at_k
+from ragwatch.results import ItemScore, MetricResult
+
+EVIL = "<script>alert('pwned')</script>"
+
+
+def run(n: int = 30, seed: int = 0, shift: float = 0.0) -> tuple[dict[str, MetricResult], pd.DataFrame]:
+    """A run with retrieval at k in two modes, judges (one with failures), perplexity, e2e."""
+    rng = np.random.default_rng(seed)
+    ids = [f"q{i:03d}" for i in range(n)]
+    metrics: dict[str, MetricResult] = {}
+    first = {mode: rng.geometric(0.4, n) for mode in ("vector", "bm25")}
+    for mode, ranks in first.items():
+        for k in (1, 3, 5):
+            name = f"{mode}/hit_rate@{k}"
+            metrics[name] = MetricResult.from_items(
+                name, [ItemScore(item_id=i, score=float(r <= k)) for i, r in zip(ids, ranks, strict=True)])
+    faith = np.clip(rng.beta(5, 2, n) + shift, 0, 1)
+    faith[7] = 0.0  # q007 is clearly the worst answer
+    metrics["faithfulness"] = MetricResult.from_items("faithfulness", [
+        ItemScore(item_id=i, score=float(s), details={"reason": f"reason for {i}"})
+        for i, s in zip(ids, faith, strict=True)])
+    relevance = [ItemScore(item_id=i, error=f"judge reply unparsable: {EVIL}") if j % 10 == 9
+                 else ItemScore(item_id=i, score=float(rng.integers(2, 6))) for j, i in enumerate(ids)]
+    relevance[7] = ItemScore(item_id="q007", score=1.0)
+    metrics["answer_relevance"] = MetricResult.from_items("answer_relevance", relevance)
+    perplexity = rng.lognormal(2, 0.2, n)
+    perplexity[7] = 60.0
+    metrics["perplexity"] = MetricResult.from_items(
+        "perplexity", [ItemScore(item_id=i, score=float(p)) for i, p in zip(ids, perplexity, strict=True)])
+    metrics["e2e_failure_rate"] = MetricResult.from_items(
+        "e2e_failure_rate", [ItemScore(item_id=f"t{j}", score=float(j % 4 == 0)) for j in range(8)])
+    rows = []
+    for j, i in enumerate(ids):
+        row = {"item_id": i, "question": f"question {j}?", "answer": f"answer {j}",
+               "contexts": [f"context A of {i}", f"context B of {i}"], "reference_answer": f"reference {j}"}
+        for name in ("faithfulness", "answer_relevance", "perplexity"):
+            item = metrics[name].items[j]
+            row[name] = item.score
+            row[f"{name}__reason"] = item.details.get("reason")
+            row[f"{name}__error"] = item.error
+        rows.append(row)
+    items = pd.DataFrame(rows)
+    items.loc[7, "answer"] = f"Sure! {EVIL} <img src=x onerror=alert(1)>"
+    items.at[7, "contexts"] = [f"doc says {EVIL}", "plain context"]
+    return metrics, items
+
+
+@pytest.fixture(scope="module")
+def full_report() -> str:
+    new, items = run()
+    old, _ = run(seed=1, shift=0.3)
+    th = GateThresholds(default_allowed_drop=0.01)
+    cmp_prod = compare_runs(new, old, thresholds=th, new_label="this run", old_label="production")
+    agreement = pd.DataFrame({"judge": ["faithfulness", f"x{EVIL}"], "kappa": [0.41, float("nan")],
+                              "n": [30, 30]})
+    return build_html_report(
+        f"nightly {EVIL}", new, items,
+        comparisons={"previous run": compare_runs(new, new, old_label="previous run"),
+                     "production": cmp_prod},
+        agreement=agreement, gate=gate_decision(cmp_prod, th),
+        run_info={"config_fingerprint": "abc123", "models": {"judge": "local/qwen", "note": EVIL},
+                  "eval_set_version": "v3"},
+    )
+
+
+def images(page: str) -> list[bytes]:
+    return [base64.b64decode(m) for m in re.findall(r'src="data:image/png;base64,([A-Za-z0-9+/=]+)"', page)]
+
+
+def test_report_has_every_section(full_report):
+    for heading in ("Headline metrics", "Metrics with 95% intervals", "Hit rate and recall at k",
+                    "Score distributions per judge", "Judge agreement", "Comparisons", "Worst items",
+                    "Failed items (3)", "Run info"):
+        assert f"<h2>{heading}</h2>" in full_report, heading
+    assert "vs production" in full_report and "vs previous run" in full_report
+    assert "Gate: DO NOT PROMOTE" in full_report and "faithfulness regressed" in full_report
+    assert "abc123" in full_report and "eval_set_version" in full_report
+
+
+def test_report_contains_the_plots_as_inline_png(full_report):
+    pngs = images(full_report)
+    assert len(pngs) == 3  # intervals, hit rate at k, judge histograms
+    assert all(p.startswith(b"\x89PNG\r\n\x1a\n") and len(p) > 2000 for p in pngs)
+
+
+def test_report_is_self_contained(full_report):
+    assert "<script" not in full_report.lower()
+    assert not re.search(r'(src|href)="(?!data:)', full_report)
+    assert "http://" not in full_report and "https://" not in full_report
+
+
+def test_untrusted_text_is_escaped(full_report):
+    assert EVIL not in full_report
+    assert "&lt;script&gt;alert(&#x27;pwned&#x27;)&lt;/script&gt;" in full_report
+    assert "<img src=x" not in full_report and "&lt;img src=x onerror=alert(1)&gt;" in full_report
+    assert full_report.count("&lt;script&gt;") >= 6  # title, answer, context, reason, agreement, run info
+
+
+def test_headline_table_shows_scores_intervals_and_counts(full_report):
+    new, _ = run()
+    m = new["answer_relevance"]
+    row = re.search(r"<tr><td>answer_relevance</td>.*?</tr>", full_report).group(0)
+    assert f"{m.score:.3f}" in row and f"[{m.ci_low:.3f}, {m.ci_high:.3f}]" in row
+    assert f">{m.n_scored}<" in row and f">{m.n_failed}<" in row and m.n_failed == 3
+
+
+def test_worst_items_rank_the_worst_first_with_contexts_collapsed(full_report):
+    worst = full_report.split("<h2>Worst items</h2>", 1)[1].split("<h2>", 1)[0]
+    first_card = worst.split('<div class="card">')[1]
+    assert '<div class="id">q007</div>' in first_card
+    assert "<details><summary>2 contexts</summary>" in first_card and "doc says &lt;script&gt;" in first_card
+    assert "reason for q007" in first_card
+    assert worst.count('<div class="card">') == 10
+
+
+def test_worst_by_one_metric_respects_its_direction():
+    metrics, items = run()
+    items.loc[3, "perplexity"] = 500.0  # lower is better: the highest perplexity is the worst
+    page = build_html_report("t", metrics, items, worst_by="perplexity", n_worst=1)
+    worst = page.split("<h2>Worst items</h2>", 1)[1]
+    assert '<div class="id">q003</div>' in worst and worst.count('<div class="card">') == 1
+    with pytest.raises(ValueError, match="worst_by='nope'"):
+        build_html_report("t", metrics, items, worst_by="nope")
+
+
+def test_failed_items_list_reasons_and_questions(full_report):
+    failed = full_report.split("<h2>Failed items (3)</h2>", 1)[1].split("<h2>", 1)[0]
+    assert "answer_relevance" in failed and "judge reply unparsable" in failed
+    assert "question 9?" in failed and "q019" in failed and "q029" in failed
+    assert re.search(r'<td class="num">3</td>', failed)
+
+
+def test_comparison_verdicts_are_coloured(full_report):
+    section = full_report.split("<h2>Comparisons</h2>", 1)[1].split("<h2>", 1)[0]
+    assert 'style="background:#c62828"' in section  # a regressed metric
+    assert "faithfulness" in section
+
+
+def test_report_builds_without_optional_parts():
+    metrics, items = run(n=12)
+    page = build_html_report("bare", metrics, None)
+    assert "<h2>Headline metrics</h2>" in page
+    for absent in ("Judge agreement", "Comparisons", "Worst items", "Run info"):
+        assert f"<h2>{absent}</h2>" not in page
+    only_judges = {k: v for k, v in metrics.items() if "hit_rate" not in k}
+    bare_items = items.drop(columns=["contexts", "reference_answer"])
+    page = build_html_report("no retrieval", only_judges, bare_items)
+    assert "Hit rate and recall at k" not in page and "<h2>Worst items</h2>" in page
+    assert len(images(page)) == 2
+    empty = build_html_report("empty", {}, pd.DataFrame({"item_id": []}))
+    assert "<h2>Metrics with 95% intervals</h2>" not in empty and "<h2>Failed items" not in empty
+
+
+def test_no_baseline_comparison_and_promoting_gate_render():
+    metrics, items = run(n=10)
+    cmp = compare_runs(metrics, None, old_label="production")
+    page = build_html_report("t", metrics, items, comparisons={"production": cmp},
+                             gate=gate_decision(cmp, GateThresholds()))
+    assert "No production baseline to compare with." in page and "Gate: PROMOTE" in page
+
+
+def test_contexts_survive_artifact_round_trips():
+    metrics, items = run(n=10)
+    items["contexts"] = [np.array(c, dtype=object) for c in items["contexts"]]  # as read back from parquet
+    items.at[0, "contexts"] = '["json ctx one", "json ctx two"]'
+    page = build_html_report("t", metrics, items, worst_by="faithfulness", n_worst=10)
+    assert '[1]</span> json ctx one</div>' in page and '[2]</span> json ctx two</div>' in page
+    assert '[1]</span> context A of q001</div>' in page
+
+
+def test_bad_items_get_clear_errors():
+    metrics, items = run(n=10)
+    with pytest.raises(ValueError, match="item_id"):
+        build_html_report("t", metrics, items.drop(columns=["item_id"]))
+    with pytest.raises(TypeError, match="DataFrame"):
+        build_html_report("t", metrics, items.to_dict("records"))  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="MetricResult"):
+        build_html_report("t", {"m": 0.5}, items)  # type: ignore[dict-item]
+
+
+def test_two_hundred_items_build_in_seconds():
+    metrics, items = run(n=200)
+    start = time.perf_counter()
+    page = build_html_report("big", metrics, items)
+    elapsed = time.perf_counter() - start
+    assert elapsed < 30, f"report took {elapsed:.1f} s"
+    assert len(page) < 2_000_000
+
+
+@pytest.mark.parametrize(("name", "expected"), [
+    ("hit_rate@5", ("hit_rate", 5, "")),
+    ("bm25/hit_rate@10", ("hit_rate", 10, "bm25")),
+    ("recall@3[hybrid]", ("recall", 3, "hybrid")),
+    ("hit_rate@1 (vector)", ("hit_rate", 1, "vector")),
+    ("context_recall@3", None),
+    ("mrr", None),
+])
+def test_parse_at_k(name, expected):
+    assert parse_at_k(name) == expected
+
+
+def test_metric_family():
+    assert metric_family("bm25/ndcg@10") == "retrieval" and metric_family("mrr") == "retrieval"
+    assert metric_family("e2e_failure_rate/smoke") == "e2e"
+    assert metric_family("faithfulness") == "judge" and metric_family("context_recall") == "judge"
+    custom = MetricResult.from_items("x", [ItemScore(item_id="a", score=1)], details={"family": "retrieval"})
+    assert metric_family("x", custom) == "retrieval"
+
+
+def test_markdown_summary():
+    new, _ = run()
+    old, _ = run(seed=1, shift=0.3)
+    cmp = compare_runs(new, old, old_label="production")
+    gate = GateDecision(promote=False, reasons=["faithfulness regressed | by a lot"])
+    md = build_markdown_summary(f"nightly {EVIL}", new, comparisons={"production": cmp}, gate=gate,
+                                run_info={"config_fingerprint": "abc123"})
+    assert md.startswith("# nightly &lt;script&gt;")
+    assert "**Gate: DO NOT PROMOTE**" in md and "faithfulness regressed \\| by a lot" in md
+    m = new["faithfulness"]
+    assert f"| faithfulness | {m.score:.3f} | [{m.ci_low:.3f}, {m.ci_high:.3f}] | 30 | 0 |" in md
+    assert "**answer_relevance**: 3 of 30 failed: judge reply unparsable: &lt;script&gt;" in md
+    assert "(x3)" in md
+    assert "## vs production" in md and "- **regressed** faithfulness" in md
+    assert "`abc123`" in md and EVIL not in md
+    clean = {"m": MetricResult.from_items("m", [ItemScore(item_id="a", score=1.0)])}
+    assert "No failed items." in build_markdown_summary("t", clean)
+
+
+def test_duplicate_index_and_text_columns_do_not_break_the_worst_items():
+    metrics, items = run(n=10)
+    items.index = [0] * len(items)
+    items["verdict"] = "fine"  # a text column that looks like a metric (it has a reason column)
+    items["verdict__reason"] = "because"
+    page = build_html_report("t", metrics, items, n_worst=3)
+    worst = page.split("<h2>Worst items</h2>", 1)[1]
+    assert worst.count('<div class="card">') == 3 and "verdict:" not in worst

@@ -1,0 +1,23 @@
+"""Process environment for ZenML and litellm, set before either is imported.
+
+ZenML keeps its store in a project-local directory unless the user chose one, sends no analytics
+(offline it would block every run on time-outs), and litellm reads its bundled price map.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+PROJECT_ROOT = Path(__file__).resolve().parent
+
+
+def configure_environment(zenml_home: Path | None = None) -> None:
+    """Set the defaults; values the user already exported win."""
+    os.environ.setdefault("ZENML_CONFIG_PATH", str(zenml_home or PROJECT_ROOT / ".zenml_home"))
+    os.environ.setdefault("ZENML_ANALYTICS_OPT_IN", "false")
+    os.environ.setdefault("ZENML_AUTO_OPEN_DASHBOARD", "false")
+    os.environ.setdefault("ZENML_LOGGING_VERBOSITY", "WARN")
+    os.environ.setdefault("ZENML_ENABLE_RICH_TRACEBACK", "false")
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
