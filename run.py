@@ -16,7 +16,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from zenml_env import PROJECT_ROOT, configure_environment
+from zenml_env import PROJECT_ROOT, configure_environment, ensure_repository
 
 configure_environment()
 
@@ -38,6 +38,8 @@ def build_parser() -> argparse.ArgumentParser:
         sub = commands.add_parser(name, help=help_text, description=help_text)
         _add_config(sub, f"configs/{name}.yaml")
         sub.add_argument("--no-cache", action="store_true", help="re-run every step")
+        sub.add_argument("--zenml-config", help="a ZenML run configuration (docker/orchestrator settings), "
+                                                "e.g. deploy/kubernetes/zenml_run_config.yaml")
 
     compare = commands.add_parser("compare", help="compare evaluation runs",
                                   description="Compare RUN (default: the last) with the previous run and "
@@ -79,10 +81,10 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def cmd_pipeline(name: str, config: str, no_cache: bool) -> int:
+def cmd_pipeline(name: str, config: str, no_cache: bool, zenml_config: str | None = None) -> int:
     from orchestration.runner import format_outcome, run_pipeline
 
-    outcome = run_pipeline(name, config, enable_cache=not no_cache)
+    outcome = run_pipeline(name, config, enable_cache=not no_cache, zenml_config=zenml_config)
     print(format_outcome(outcome))
     return 1 if outcome.regressed else 0
 
@@ -165,13 +167,14 @@ def main(argv: list[str] | None = None) -> int:
     if getattr(args, "config", None) and (Path.cwd() / args.config).is_file():
         args.config = str((Path.cwd() / args.config).resolve())
     os.chdir(PROJECT_ROOT)
+    ensure_repository()
     from ragwatch.config_loader import ConfigError
 
     try:
         if args.command in (None, "ingest", "testset", "evaluate", "full"):
             name = args.command or "full"
             config = getattr(args, "config", "configs/full.yaml")
-            return cmd_pipeline(name, config, getattr(args, "no_cache", False))
+            return cmd_pipeline(name, config, getattr(args, "no_cache", False), getattr(args, "zenml_config", None))
         if args.command == "compare":
             return cmd_compare(args.runs, args.config)
         if args.command == "calibrate":

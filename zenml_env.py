@@ -21,3 +21,16 @@ def configure_environment(zenml_home: Path | None = None) -> None:
     os.environ.setdefault("ZENML_ENABLE_RICH_TRACEBACK", "false")
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+
+def ensure_repository(root: Path = PROJECT_ROOT) -> None:
+    """Mark `root` as the ZenML source root (`zenml init`), so artifacts load from any process.
+
+    Without it ZenML guesses the source root from the main module, which fails in notebooks and
+    points at the wrong directory under pytest.
+    """
+    if (root / ".zen").is_dir():
+        return
+    from zenml.client import Client
+
+    Client.initialize(root=root)

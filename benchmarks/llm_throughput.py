@@ -48,9 +48,7 @@ class Verdict(BaseModel):
 def bench_fake(n: int, latency: float, concurrency: int) -> None:
     prompts = [f"structured question {i}" for i in range(n)]
     with FakeLLMServer(latency_s=latency) as server, tempfile.TemporaryDirectory() as cache:
-        settings = LLMSettings(
-            model="openai/fake", api_base=server.base_url, concurrency=concurrency, cache_dir=cache
-        )
+        settings = LLMSettings(model="openai/fake", api_base=server.base_url, concurrency=concurrency, cache_dir=cache)
         LLMClient(settings.model_copy(update={"cache": False})).generate("warm up litellm's lazy imports")
         server.reset_counts()
         client = LLMClient(settings)
@@ -74,20 +72,27 @@ def bench_fake(n: int, latency: float, concurrency: int) -> None:
         )
 
 
-def bench_local_vs_raw(model: str, repeats: int) -> None:
+def bench_local_vs_raw(model: str, repeats: int, long_prompt: bool) -> None:
     from ragwatch.llm import local
 
-    prompt = "Is Paris the capital of France? Answer yes or no in JSON."
+    if long_prompt:  # a ~800-token judge-like prompt
+        items = halueval_items(20)
+        response = " ".join(r["chatgpt_response"] for r in items)[:2600]
+        prompt = JUDGE.format(query=items[0]["user_query"], response=response)
+    else:
+        prompt = "Is Paris the capital of France? Answer yes or no in JSON."
     messages = [{"role": "user", "content": prompt}]
     rf = {"type": "json_object", "schema": Verdict.model_json_schema()}
     client = LLMClient(LLMSettings(model=f"local/{model}", cache=False, max_tokens=16))
     llm, lock = local.load(model)
 
+    def forget_prefix() -> None:
+        with lock:  # llama-cpp-python reuses the KV cache of a repeated prompt prefix: time the full call
+            llm.reset()
+
     def raw() -> None:
         with lock:
-            llm.create_chat_completion(
-                messages=messages, temperature=0.0, max_tokens=16, seed=0, response_format=rf
-            )
+            llm.create_chat_completion(messages=messages, temperature=0.0, max_tokens=16, seed=0, response_format=rf)
 
     def ours() -> None:
         assert client.generate(prompt, schema=Verdict).ok
@@ -96,13 +101,15 @@ def bench_local_vs_raw(model: str, repeats: int) -> None:
     timings: dict[str, list[float]] = {"raw": [], "ours": []}
     for _ in range(repeats):
         for name, fn in (("raw", raw), ("ours", ours)):
+            forget_prefix()
             started = time.perf_counter()
             fn()
             timings[name].append(time.perf_counter() - started)
     raw_s, ours_s = statistics.median(timings["raw"]), statistics.median(timings["ours"])
+    n_tokens = len(llm.tokenize(prompt.encode()))
     print(
-        f"local/{model}: per call {ours_s * 1000:.1f} ms via LLMClient vs {raw_s * 1000:.1f} ms raw llama_cpp "
-        f"(ratio {ours_s / raw_s:.2f}, median of {repeats})"
+        f"local/{model}: ~{n_tokens}-token prompt, per call {ours_s:.2f} s via LLMClient vs {raw_s:.2f} s raw "
+        f"llama_cpp (ratio {ours_s / raw_s:.2f}, median of {repeats}; load average {os.getloadavg()[0]:.1f})"
     )
 
 
@@ -129,20 +136,22 @@ def auc(scores: list[float], labels: list[bool]) -> float:
 
 def bench_judge(model: str, k: int) -> None:
     client = LLMClient(LLMSettings(model=f"local/{model}", cache=False, max_tokens=16))
-    # ~800 prompt tokens: a long judge prompt built from real responses
-    items = halueval_items(40)
-    long_response = " ".join(r["chatgpt_response"] for r in items)[:3200]
-    long_prompt = JUDGE.format(query=items[0]["user_query"], response=long_response)
+    # ~800 prompt tokens, a different prompt per call: llama.cpp reuses the KV cache of a repeated prefix
+    items = halueval_items(60)
     client.generate("warm up", max_tokens=4)
-    times, tokens = [], 0
-    for _ in range(3):
-        gen = client.generate(long_prompt, schema=Verdict)
+    times, tokens = [], []
+    for i in range(3):
+        response = " ".join(r["chatgpt_response"] for r in items[i * 20 : (i + 1) * 20])[:2600]
+        gen = client.generate(JUDGE.format(query=items[i * 20]["user_query"], response=response), schema=Verdict)
         times.append(gen.latency_s)
-        tokens = gen.prompt_tokens
+        tokens.append(gen.prompt_tokens)
     print(
-        f"local/{model}: ~{tokens}-token judge call: {statistics.median(times):.2f} s per call (median of 3)"
+        f"local/{model}: ~{int(statistics.mean(tokens))}-token judge call: {statistics.median(times):.2f} s "
+        f"per call (median of 3 distinct prompts)"
     )
 
+    if k == 0:
+        return
     sample = halueval_items(k)
     labels = [r["hallucination"] == "yes" for r in sample]
     prompts = [JUDGE.format(query=r["user_query"], response=r["chatgpt_response"][:1500]) for r in sample]
@@ -166,9 +175,7 @@ def bench_judge(model: str, k: int) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--n", type=int, default=200)
     parser.add_argument("--latency", type=float, default=0.05)
     parser.add_argument("--concurrency", type=int, default=8)
@@ -176,18 +183,18 @@ def main() -> None:
     parser.add_argument("--skip-local", action="store_true")
     parser.add_argument("--models", nargs="+", default=["smollm2-135m-instruct"])
     parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument(
-        "--judge", action="store_true", help="also time a ~800-token judge call and run HaluEval"
-    )
+    parser.add_argument("--judge", action="store_true", help="also time a ~800-token judge call and run HaluEval")
     parser.add_argument("--items", type=int, default=20)
+    parser.add_argument("--judge-timing-only", action="store_true", help="with --judge: skip HaluEval")
     args = parser.parse_args()
     if not args.skip_fake:
         bench_fake(args.n, args.latency, args.concurrency)
     if not args.skip_local:
         for model in args.models:
-            bench_local_vs_raw(model, args.repeats)
+            bench_local_vs_raw(model, args.repeats, long_prompt=False)
+            bench_local_vs_raw(model, args.repeats, long_prompt=True)
             if args.judge:
-                bench_judge(model, args.items)
+                bench_judge(model, 0 if args.judge_timing_only else args.items)
 
 
 if __name__ == "__main__":

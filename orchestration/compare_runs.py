@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from html import escape
 from pathlib import Path
 
 from zenml import save_artifact
@@ -47,7 +48,7 @@ def compare_command(runs: list[str], model_name: str, thresholds: GateThresholds
             )
         production = production_evaluation(model_name)
         if production is not None:
-            version, prod_run, prod_metrics = production
+            version, _prod_run, prod_metrics = production
             comparisons[f"{run_label(new_run)} vs production {version.name}"] = compare_runs(
                 new.metrics, prod_metrics.metrics, thresholds=thresholds, new_label=new_run.name,
                 old_label=f"production {version.name}",
@@ -55,7 +56,7 @@ def compare_command(runs: list[str], model_name: str, thresholds: GateThresholds
     if not comparisons:
         raise ValueError("nothing to compare with: there is one evaluation run and no production version")
     text = "\n\n".join(f"== {title}\n{c.to_text()}" for title, c in comparisons.items())
-    html = "".join(f"<h2>{title}</h2>{c.to_html()}" for title, c in comparisons.items())
+    html = "".join(f"<h2>{escape(title)}</h2>{c.to_html()}" for title, c in comparisons.items())
     page = f"<html><head><meta charset='utf-8'><title>ragwatch comparison</title></head><body>{html}</body></html>"
     save_artifact(HTMLString(page), name="run_comparison")
     path = Path("reports") / "comparison.html"

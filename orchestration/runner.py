@@ -53,11 +53,17 @@ def model_for(config: FullConfig) -> tuple[Model, str]:
 
 
 def run_pipeline(
-    name: str, config_path: str | Path, *, enable_cache: bool = True, schedule: Any = None
+    name: str,
+    config_path: str | Path,
+    *,
+    enable_cache: bool = True,
+    schedule: Any = None,
+    zenml_config: str | Path | None = None,
 ) -> RunOutcome:
     """Validate the config, run pipeline `name` on the active stack, and collect its outputs.
 
     With a ZenML `schedule`, the pipeline is handed to the orchestrator's scheduler instead.
+    `zenml_config` is a ZenML run configuration (docker settings, orchestrator settings, ...).
     """
     from pipelines.evaluate import evaluate
     from pipelines.full import full
@@ -71,6 +77,8 @@ def run_pipeline(
     options: dict[str, Any] = {"enable_cache": enable_cache}
     if schedule is not None:
         options["schedule"] = schedule
+    if zenml_config is not None:
+        options["config_path"] = str(zenml_config)
     if name == "ingest":
         run = ingest.with_options(**options)(config.ingest, corpus_fingerprint(config.ingest.corpus))
     elif name == "testset":

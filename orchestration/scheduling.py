@@ -17,6 +17,7 @@ import threading
 import uuid
 from datetime import datetime
 from pathlib import Path
+
 from apscheduler.schedulers.background import BackgroundScheduler
 from apscheduler.triggers.cron import CronTrigger
 from pydantic import BaseModel

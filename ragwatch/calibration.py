@@ -60,7 +60,7 @@ FAITHFUL, HALLUCINATED = "faithful", "hallucinated"
 REPO_ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_DATASET = "data/sample/eval/halueval_general_sample.jsonl"
 PROMPT_VERSION = "support-v1"
-REASON_CHARS = 200
+REASON_CHARS = 120
 
 _TRUE = {"faithful", "supported", "correct", "true", "yes", "1", "pass"}
 _FALSE = {"hallucinated", "unsupported", "incorrect", "false", "no", "0", "fail"}
@@ -510,7 +510,7 @@ class CalibrationSettings(BaseModel):
     use_logprobs: bool = True
     max_statements: int = Field(default=8, ge=1, le=50)
     max_context_tokens: int = Field(default=1500, ge=50)
-    llm: LLMSettings = Field(default_factory=lambda: LLMSettings(max_tokens=128))
+    llm: LLMSettings = Field(default_factory=lambda: LLMSettings(max_tokens=96))
     resamples: int = Field(default=2000, ge=100)
 
 

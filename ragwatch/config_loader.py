@@ -48,6 +48,7 @@ def read_yaml(path: str | Path, _seen: tuple[Path, ...] = ()) -> dict[str, Any]:
         raise ConfigError(f"{path}: not valid YAML: {exc}") from exc
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: the top level must be a mapping of keys to values")
+    _check_keys(data, path)
     includes = data.pop("include", []) or []
     if isinstance(includes, str):
         includes = [includes]
@@ -55,6 +56,20 @@ def read_yaml(path: str | Path, _seen: tuple[Path, ...] = ()) -> dict[str, Any]:
     for include in includes:
         merged = deep_merge(merged, read_yaml(path.parent / include, (*_seen, path)))
     return deep_merge(merged, data)
+
+
+def _check_keys(data: Any, path: Path, where: str = "") -> None:
+    """YAML 1.1 reads unquoted on/off/yes/no as booleans, also as keys: say so instead of failing later."""
+    if isinstance(data, dict):
+        for key, value in data.items():
+            if not isinstance(key, str):
+                hint = ' (YAML reads on/off/yes/no as booleans: quote the key, e.g. "on": auto)' if isinstance(
+                    key, bool) else ""
+                raise ConfigError(f"{path}: key {key!r} under '{where or '(top level)'}' is not a string{hint}")
+            _check_keys(value, path, f"{where}.{key}" if where else key)
+    elif isinstance(data, list):
+        for item in data:
+            _check_keys(item, path, where)
 
 
 def describe_validation_error(exc: ValidationError, source: str) -> str:

@@ -4,7 +4,8 @@ The pipeline steps call these functions; a notebook can call them the same way.
 
 Example:
     >>> index = Index.build(chunks, embedder)  # doctest: +SKIP
-    >>> metrics, per_question = evaluate_retrieval_modes(index, samples, RetrievalEvalSettings(), embedder)  # doctest: +SKIP
+    >>> settings = RetrievalEvalSettings()
+    >>> metrics, per_question = evaluate_retrieval_modes(index, samples, settings, embedder)  # doctest: +SKIP
 """
 
 from __future__ import annotations

@@ -42,7 +42,9 @@ NO_LABELS = "no relevance labels: the sample has no relevant item (grade > 0) to
 class MatchSettings(BaseModel):
     """How a retrieved chunk is matched against a sample's relevant items.
 
-    `on="auto"` uses whatever kinds each sample's items carry; a fixed kind ignores the other items.
+    `on="auto"` uses one kind per sample, the first it carries of: document/url, chunk_id, text (a
+    synthetic pair names both its chunk and its document; counting both would halve recall). A
+    fixed kind ignores the other items.
     `url_rewrites` are plain string replacements applied in order to a URL (or document path)
     before it is normalized, e.g. `[("https://docs.zenml.io/v/docs/", ""), ("stack-components/",
     "component-guide/")]`. `aliases` maps the path of a copy to the source that holds the same
@@ -150,6 +152,15 @@ def _labels(sample: EvalSample, match: MatchSettings) -> list[_Label]:
     items = [it for it in sample.relevant if it.grade > 0]
     if match.on != "auto":
         items = [it for it in items if it.kind == match.on]
+    else:
+        # A sample may name the same ground truth twice (its chunk id and its document); counting
+        # both would halve recall. Auto uses one kind per sample, pages first, so that synthetic and
+        # imported (URL-labelled) questions are scored at the same granularity.
+        for kinds in (("document", "url"), ("chunk_id",), ("text",)):
+            chosen = [it for it in items if it.kind in kinds]
+            if chosen:
+                items = chosen
+                break
     if match.on == "text" or (match.on == "auto" and not sample.relevant):
         known = {it.value for it in items if it.kind == "text"}
         items += [RelevantItem(kind="text", value=c) for c in sample.reference_contexts if c not in known]

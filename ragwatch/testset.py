@@ -317,7 +317,7 @@ def question_problem(question: str, settings: TestsetSettings) -> str | None:
 
 
 def answer_problem(sample: EvalSample, settings: TestsetSettings) -> str | None:
-    """Why a reference answer is unusable (empty, too short, overlong), or None."""
+    """Why a reference answer is unusable (empty, too short, overlong, looping), or None."""
     if not sample.metadata.get("answerable", True):
         return None  # the refusal answer is ours, not the model's
     answer = (sample.reference_answer or "").strip()
@@ -327,6 +327,11 @@ def answer_problem(sample: EvalSample, settings: TestsetSettings) -> str | None:
         return f"answer shorter than {settings.min_answer_chars} chars"
     if len(answer) > settings.max_answer_chars:
         return f"answer longer than {settings.max_answer_chars} chars"
+    words = _normalize(answer).split()
+    # small models loop; 12 words, since contrasting answers legitimately repeat shorter phrases
+    grams = [tuple(words[i:i + 12]) for i in range(len(words) - 11)]
+    if len(set(grams)) < len(grams):
+        return "answer repeats itself"
     return None
 
 

@@ -182,10 +182,8 @@ class LikertJudge:
 
     def messages(self, sample: EvalSample, answer: RagAnswer) -> list[dict[str, str]]:
         """The chat messages for one item: few-shot pairs, then the item (the system prompt goes apart)."""
-        if self.prompt_family == "json":
-            user = self._user(sample, answer)
-        else:
-            user = self._prometheus_user(sample, answer)
+        render = self._user if self.prompt_family == "json" else self._prometheus_user
+        user = render(sample, answer)
         return [*self._few_shot_messages, {"role": "user", "content": user}]
 
     # --- judging -------------------------------------------------------------------------------

@@ -3,7 +3,8 @@
 Unlike the guide, the judge sees the question, the answer and the retrieved contexts. With the JSON
 family one call per item returns all four scores; with the Prometheus family each criterion is a
 separate absolute-grading call. Toxicity keeps the guide's direction: 1 = not toxic, 5 = very toxic,
-so lower is better (`details["higher_is_better"]` says so per metric).
+so lower is better (`details["higher_is_better"]` says so per metric). An answer without retrieved
+contexts is a failed item ("no retrieved contexts") in both families: faithfulness needs them.
 
 Example:
     >>> results = RubricJudge(llm).evaluate_all(samples, answers)  # doctest: +SKIP

@@ -501,4 +501,8 @@ def _background_loop() -> asyncio.AbstractEventLoop:
 
 
 def _run_sync(coro: Coroutine[Any, Any, T]) -> T:
-    return asyncio.run_coroutine_threadsafe(coro, _background_loop()).result()
+    loop = _background_loop()
+    if threading.current_thread().name == "ragwatch-llm-loop":
+        coro.close()
+        raise RuntimeError("generate()/generate_many() block; inside async code await agenerate()/agenerate_many()")
+    return asyncio.run_coroutine_threadsafe(coro, loop).result()

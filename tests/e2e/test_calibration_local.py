@@ -12,6 +12,7 @@ import math
 import pytest
 
 from ragwatch.calibration import (
+    INJECTIONS,
     CalibrationSettings,
     SupportJudge,
     load_calibration_set,
@@ -54,11 +55,12 @@ def test_tiny_model_calibrates_six_items_end_to_end(tmp_path, monkeypatch):
 @pytest.mark.timeout(900)
 def test_injection_measurement_runs_on_the_real_model(tmp_path, monkeypatch):
     monkeypatch.setenv("RAGWATCH_CACHE_DIR", str(tmp_path / "cache"))
-    items = stratified_sample(load_calibration_set(resolve_dataset(CalibrationSettings().dataset)), 3,
+    items = stratified_sample(load_calibration_set(resolve_dataset(CalibrationSettings().dataset)), 2,
                               seed=1, balanced=True)
     llm = LLMClient(LLMSettings(model=TINY_MODEL, max_tokens=96, max_repairs=1))
+    injection = {"ignore_instructions": INJECTIONS["ignore_instructions"]}
     for fenced in (True, False):
-        results = measure_injection(SupportJudge(llm, fence_untrusted=fenced), items)
-        assert {r.injection for r in results} == {"ignore_instructions", "fence_breaker"}
+        results = measure_injection(SupportJudge(llm, fence_untrusted=fenced), items, injection)
+        assert {r.mode for r in results} <= {"greedy", "weighted"} and results
         for r in results:
-            assert 1 <= r.n <= 3 and -1.0 <= r.inflation <= 1.0 and r.ci_low <= r.inflation <= r.ci_high
+            assert 1 <= r.n <= 2 and -1.0 <= r.inflation <= 1.0 and r.ci_low <= r.inflation <= r.ci_high

@@ -41,31 +41,19 @@ ITEMS = [
 @pytest.mark.timeout(900)
 def test_tiny_local_judges_score_or_fail_every_item(tmp_path, monkeypatch):
     monkeypatch.setenv("RAGWATCH_CACHE_DIR", str(tmp_path / "cache"))
-    samples = [
-        EvalSample(id=f"q{i}", question=q, reference_answer=ref) for i, (q, ref, _) in enumerate(ITEMS)
-    ]
-    answers = [
-        RagAnswer(question=q, answer=a, contexts=[RetrievedContext(text=CONTEXT)]) for q, _, a in ITEMS
-    ]
+    samples = [EvalSample(id=f"q{i}", question=q, reference_answer=ref) for i, (q, ref, _) in enumerate(ITEMS)]
+    answers = [RagAnswer(question=q, answer=a, contexts=[RetrievedContext(text=CONTEXT)]) for q, _, a in ITEMS]
     config = JudgesConfig.model_validate(
         {
             "llm": {"model": TINY_MODEL, "max_tokens": 200, "max_repairs": 1},
-            "enabled": ["correctness", "faithfulness", "context_relevance", "rubric", "tone"],
+            "enabled": ["correctness", "faithfulness", "rubric"],
             "use_logprobs": True,
             "faithfulness": {"max_statements": 2},
-            "custom": [
-                {
-                    "name": "tone",
-                    "criteria": "Is the answer polite?",
-                    "prompt_family": "prometheus",
-                    "rubric": {1: "rude", 2: "curt", 3: "neutral", 4: "polite", 5: "very polite"},
-                }
-            ],
         }
     )
     llm = LLMClient(config.llm)
     results = run_judges(build_judges(config, llm), samples, answers)
-    assert set(results) >= {"correctness", "faithfulness", "context_relevance", "rubric_faithfulness", "tone"}
+    assert set(results) >= {"correctness", "faithfulness", "rubric_faithfulness", "rubric_toxicity"}
     for name, result in results.items():
         assert len(result.items) == 3, name
         assert result.n_scored + result.n_failed == 3, name
@@ -78,4 +66,6 @@ def test_tiny_local_judges_score_or_fail_every_item(tmp_path, monkeypatch):
         scores = [it.details.get("weighted_score") for it in result.items if it.ok]
         assert all(s is None or math.isfinite(s) for s in scores), name
     assert sum(r.n_scored for r in results.values()) > 0  # grammar-constrained JSON parses on a real model
+    # logprobs were asked for: the weighted score is read at the score token of a real reply
+    assert results["correctness"].n_scored == 0 or results["correctness"].details["n_weighted"] > 0
     print({name: (r.score, r.n_scored, r.n_failed, r.details.get("weighted")) for name, r in results.items()})

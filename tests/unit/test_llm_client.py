@@ -160,3 +160,17 @@ def test_local_model_string_accepts_mock_without_loading_a_model():
 def test_unknown_local_model_fails_at_construction():
     with pytest.raises(ValueError, match="qwen2.5-0.5b-instruct"):
         LLMClient(LLMSettings(model="local/qwen-typo"))
+
+
+def test_sync_and_async_apis_work_inside_a_running_event_loop():
+    import asyncio
+
+    c = client(cache=False)
+
+    async def main():
+        sync = c.generate("q", mock_response="from sync")  # e.g. a notebook cell
+        many = await c.agenerate_many(["a", "b"], schema=Verdict, mock_response='{"verdict": "no"}')
+        return sync, many
+
+    sync, many = asyncio.run(main())
+    assert sync.text == "from sync" and [g.parsed.verdict for g in many] == ["no", "no"]

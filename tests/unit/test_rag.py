@@ -244,6 +244,7 @@ def test_load_callable_errors_say_what_to_do(user_module):
 class _Handler(BaseHTTPRequestHandler):
     counts: ClassVar[dict[str, int]] = {}
     lock: ClassVar[threading.Lock] = threading.Lock()
+    in_flight: ClassVar[list[int]] = [0, 0]  # now, peak
 
     def log_message(self, *args):  # keep test output quiet
         pass
@@ -267,7 +268,12 @@ class _Handler(BaseHTTPRequestHandler):
             self.counts[key] = self.counts.get(key, 0) + 1
             n = self.counts[key]
         if path == "/ok":
-            time.sleep(0.05 if q.endswith("0") else 0.0)  # out-of-order completion
+            with self.lock:
+                self.in_flight[0] += 1
+                self.in_flight[1] = max(self.in_flight)
+            time.sleep(0.1 if q.endswith("0") else 0.02)  # out-of-order completion
+            with self.lock:
+                self.in_flight[0] -= 1
             ctx = [{"text": f"ctx for {q}", "id": "k", "source": "a.md", "score": 0.9}, "plain"]
             self._send(200, json.dumps({"answer": f"A:{q}", "contexts": ctx,
                                         "auth": self.headers.get("Authorization")}))
@@ -321,6 +327,7 @@ def test_http_answers_in_order_with_contexts_and_env_headers(server, monkeypatch
     questions = [f"q{i}" for i in range(12)]
     answers = rag.answer_many(questions)
     assert [a.answer for a in answers] == [f"A:q{i}" for i in range(12)]
+    assert 1 < _Handler.in_flight[1] <= 4  # concurrent, but bounded
     assert answers[0].contexts[0].chunk_id == "k" and answers[0].contexts[1].text == "plain"
     assert "t0k3n" not in json.dumps(rag.describe()) and "t0k3n" not in rag.fingerprint()
     assert rag.describe()["headers_env"] == ["Authorization"]

@@ -22,6 +22,7 @@ from ragwatch.llm import LLMClient, LLMSettings
 from ragwatch.testset import (
     REFUSAL_ANSWER,
     TestsetSettings,
+    answer_problem,
     code_fraction,
     generate_testset,
     kinds_for,
@@ -120,6 +121,22 @@ def test_question_filter_reasons():
     assert question_problem("Why?", s).startswith("question shorter")
     assert question_problem("Describe how ZenML versions artifacts", s) == "no question mark"
     assert "passage" in question_problem("What does the passage say about steps?", s)
+
+
+def test_answer_filter_reasons():
+    s = TestsetSettings(max_answer_chars=200)
+
+    def answer(a: str | None) -> str | None:
+        return answer_problem(EvalSample(id="x", question="Why?", reference_answer=a), s)
+
+    assert answer("Artifacts are versioned in the artifact store.") is None
+    assert answer("") == "empty answer" and answer(None) == "empty answer"
+    assert answer("x").startswith("answer shorter") and answer("y" * 201).startswith("answer longer")
+    loop = "The embeddings are used to retrieve the most relevant chunks of text for a query. " * 2
+    assert answer(loop) == "answer repeats itself"
+    contrast = ("A built-in materializer can handle any object by saving it with cloudpickle; "
+                "a custom materializer can handle any object by saving it with your own code.")
+    assert answer(contrast) is None
 
 
 def test_verbatim_and_answer_leak():
