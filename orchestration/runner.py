@@ -93,9 +93,26 @@ def run_pipeline(
             corpus = corpus_fingerprint(config.ingest.corpus)
             run = full.with_options(**options)(config, tables, corpus, fingerprint)
     outcome = RunOutcome(pipeline=name, run=run, seconds=time.perf_counter() - started)
-    if name in ("evaluate", "full") and schedule is None:
+    if schedule is None and name in ("ingest", "full"):
+        collect_ingest(outcome)
+    if schedule is None and name in ("evaluate", "full"):
         collect_evaluation(outcome)
     return outcome
+
+
+def collect_ingest(outcome: RunOutcome) -> None:
+    """What ingestion loaded, chunked and skipped (and why)."""
+    from zenml.client import Client
+
+    run = Client().get_pipeline_run(outcome.run.id)
+    loaded = run.steps["load_corpus"].run_metadata.get("ingest", {})
+    chunks = run.steps["build_index"].run_metadata.get("index", {}).get("chunks", "?")
+    report = run.steps["load_corpus"].outputs["ingestion_report"][0].load()
+    outcome.notes.append(
+        f"ingest: {loaded.get('documents', '?')} documents, {loaded.get('pages', '?')} pages, "
+        f"{chunks} chunks, {len(report.skipped)} skipped files"
+    )
+    outcome.notes += [f"  skipped {item.path}: {item.reason}" for item in report.skipped]
 
 
 def collect_evaluation(outcome: RunOutcome) -> None:
@@ -120,6 +137,7 @@ HEADLINE = ("hit_rate@5", "mrr", "ndcg@5", "e2e_failure_rate", "correctness", "f
 def format_outcome(outcome: RunOutcome) -> str:
     """The closing summary printed by run.py."""
     lines = [f"pipeline {outcome.pipeline}: run {outcome.run.name} finished in {outcome.seconds:.0f} s"]
+    lines += outcome.notes
     if outcome.metrics is not None:
         lines.append("")
         lines.append(f"{'metric':<34} {'score':>7}  {'95% interval':<17} {'n':>4} {'failed':>6}")

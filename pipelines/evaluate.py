@@ -29,9 +29,9 @@ def evaluate(config: FullConfig, e2e_tables: E2ETables, system_fingerprint: str,
     retrieval, _per_question = evaluate_retrieval_step(index, eval_set, evaluation, embedding)
     answers = generate_answers(index, eval_set, evaluation, embedding)
     e2e, _e2e_results = run_e2e_tests_step(index, e2e_tables, evaluation, embedding)
-    judges = judge_answers_step(eval_set, answers, evaluation, embedding)
+    judges, agreement = judge_answers_step(eval_set, answers, evaluation, embedding)
     results = collect_results(eval_set, answers, judges)
     metrics, comparisons, gate = track_evaluation(
         retrieval, e2e, judges, eval_set, answers, evaluation, system_fingerprint
     )
-    build_report_step(metrics, comparisons, gate, results, eval_set, evaluation, system_fingerprint)
+    build_report_step(metrics, comparisons, gate, results, agreement, eval_set, evaluation, system_fingerprint)

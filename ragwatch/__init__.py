@@ -3,4 +3,9 @@
 The core library never imports zenml: every metric runs from a notebook or pytest.
 """
 
+import os
+
+# litellm fetches a model price map from the internet at import unless told to use its bundled one.
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
 __version__ = "0.1.0"

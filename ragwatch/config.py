@@ -78,6 +78,8 @@ class EvaluateConfig(_Strict):
     retrieval: RetrievalEvalSettings = Field(default_factory=RetrievalEvalSettings)
     e2e: E2ESettings = Field(default_factory=E2ESettings)
     judges: JudgesConfig = Field(default_factory=JudgesConfig)
+    # More judge models run on the same items, compared with `judges.llm` in one agreement table.
+    judge_panel: list[LLMSettings] = Field(default_factory=list)
     gate: GateThresholds = Field(default_factory=GateThresholds)
     promote: bool = True
 

@@ -19,8 +19,9 @@ from ragwatch.config import RetrievalEvalSettings, SystemUnderTest
 from ragwatch.e2e import E2EReport, E2ETables, run_e2e_tests
 from ragwatch.embeddings import Embedder
 from ragwatch.index import Index
-from ragwatch.judges import JudgesConfig, build_judges, run_judges
+from ragwatch.judges import JudgesConfig, build_judges, compare_judges, run_judges
 from ragwatch.llm.client import LLMClient
+from ragwatch.llm.types import LLMSettings
 from ragwatch.rag import RAGSystem, build_rag
 from ragwatch.results import MetricResult
 from ragwatch.retrieval import evaluate_retrieval
@@ -98,6 +99,26 @@ def judge_answers(
     return metrics, llm.usage.model_dump()
 
 
+def judge_panel(
+    samples: list[EvalSample],
+    answers: list[RagAnswer],
+    config: JudgesConfig,
+    panel: Sequence[LLMSettings],
+    primary: dict[str, MetricResult],
+    embedder: Embedder | None = None,
+) -> pd.DataFrame:
+    """The same judges with every model of `panel`, next to the primary judge model.
+
+    One row per (metric, judge model): score distribution, agreement with the primary judge
+    (Cohen's kappa and Hamming distance on pass/fail, Spearman on scores) and cost.
+    """
+    results = {config.llm.model: primary}
+    for settings in panel:
+        metrics, _usage = judge_answers(samples, answers, config.model_copy(update={"llm": settings}), embedder)
+        results[settings.model] = metrics
+    return compare_judges(results, reference=config.llm.model)
+
+
 def results_frame(
     samples: Sequence[EvalSample], answers: Sequence[RagAnswer], metrics: dict[str, MetricResult]
 ) -> pd.DataFrame:
@@ -125,4 +146,7 @@ def results_frame(
             row[name] = item.score
             row[f"{name}__reason"] = str(item.details.get("reason", "")) if item.details else ""
             row[f"{name}__error"] = item.error
-    return pd.DataFrame(list(rows.values()))
+    base = ["item_id", "question", "kind", "answer", "answer_error", "contexts", "context_sources",
+            "reference_answer"]
+    frame = pd.DataFrame(list(rows.values()))
+    return frame if len(frame) else pd.DataFrame(columns=base)

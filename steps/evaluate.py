@@ -17,6 +17,7 @@ from ragwatch.evaluation import (
     build_system,
     evaluate_retrieval_modes,
     judge_answers,
+    judge_panel,
     results_frame,
     run_handcrafted_tests,
 )
@@ -75,19 +76,22 @@ def run_e2e_tests_step(
 @step
 def judge_answers_step(
     eval_set: EvalSet, answers: AnswerSet, config: EvaluateConfig, embedding: EmbeddingSettings
-) -> Annotated[MetricGroup, "judge_metrics"]:
-    """Every enabled LLM judge (and the embedding similarity) on the answers."""
+) -> tuple[Annotated[MetricGroup, "judge_metrics"], Annotated[pd.DataFrame, "judge_agreement"]]:
+    """Every enabled LLM judge (and the embedding similarity) on the answers; with a judge panel,
+    the same judges with each panel model and their agreement."""
     samples = generation_samples(eval_set.samples)
-    metrics, usage = judge_answers(
-        samples, list(answers.answers), config.judges, embedder=get_embedder(embedding)
-    )
+    embedder = get_embedder(embedding)
+    metrics, usage = judge_answers(samples, list(answers.answers), config.judges, embedder=embedder)
+    agreement = pd.DataFrame()
+    if config.judge_panel:
+        agreement = judge_panel(samples, list(answers.answers), config.judges, config.judge_panel, metrics, embedder)
     log_metadata(
         metadata={
             "judges": {name: m.score for name, m in metrics.items()},
             "usage": {"judge": usage},
         }
     )
-    return MetricGroup(group="judges", metrics=metrics, details={"usage": usage})
+    return MetricGroup(group="judges", metrics=metrics, details={"usage": usage}), agreement
 
 
 @step

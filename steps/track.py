@@ -120,6 +120,7 @@ def build_report_step(
     comparisons: RunComparisons,
     gate: GateDecision,
     results: pd.DataFrame,
+    agreement: pd.DataFrame,
     eval_set: EvalSet,
     config: EvaluateConfig,
     system_fingerprint: str,
@@ -137,7 +138,8 @@ def build_report_step(
     title = f"ragwatch evaluation: {run.name}"
     named = comparisons.as_dict()
     html = build_html_report(
-        title, metrics.metrics, results, comparisons=named, run_info=run_info, gate=gate, thresholds=config.gate
+        title, metrics.metrics, results, comparisons=named, agreement=agreement if len(agreement) else None,
+        run_info=run_info, gate=gate, thresholds=config.gate,
     )
     summary = build_markdown_summary(title, metrics.metrics, comparisons=named, gate=gate, run_info=run_info)
     return HTMLString(html), MarkdownString(summary)

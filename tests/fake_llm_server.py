@@ -97,9 +97,7 @@ class FakeLLMServer:
         handler = type("Handler", (_Handler,), {"fake": self})
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)  # port 0: a free port
         self._httpd.daemon_threads = True
-        threading.Thread(
-            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
-        ).start()
+        threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
         self._timer = threading.Timer(self.lifetime_s, self.stop)
         self._timer.daemon = True
         self._timer.start()
@@ -153,9 +151,7 @@ class FakeLLMServer:
 
     def _reply(self, body: dict[str, Any], behaviour: str) -> dict[str, Any]:
         out = self.responder(body)
-        content, logprobs = (
-            (out.get("content", ""), out.get("logprobs")) if isinstance(out, dict) else (out, None)
-        )
+        content, logprobs = (out.get("content", ""), out.get("logprobs")) if isinstance(out, dict) else (out, None)
         finish = "stop"
         if behaviour == "truncated":
             content, finish = content[: max(1, len(content) // 2)], "length"

@@ -42,9 +42,7 @@ class GenerationCache:
         self.path = directory / "generations.sqlite3"
         self._local = threading.local()
         with self._db() as db:
-            db.execute(
-                "CREATE TABLE IF NOT EXISTS generations (key TEXT PRIMARY KEY, value TEXT, created REAL)"
-            )
+            db.execute("CREATE TABLE IF NOT EXISTS generations (key TEXT PRIMARY KEY, value TEXT, created REAL)")
 
     def _db(self) -> sqlite3.Connection:
         # one connection per thread (sqlite connections must not cross threads); WAL lets other

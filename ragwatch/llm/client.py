@@ -90,11 +90,7 @@ class LLMClient:
         self._usage_lock = threading.Lock()
         self._cache: GenerationCache | None = None
         if self.settings.cache:
-            root = (
-                Path(self.settings.cache_dir).expanduser()
-                if self.settings.cache_dir
-                else default_cache_root()
-            )
+            root = Path(self.settings.cache_dir).expanduser() if self.settings.cache_dir else default_cache_root()
             self._cache = GenerationCache(root / "llm")
         # the in-process model runs one call at a time; more in flight would only queue on its lock
         self.max_concurrency = 1 if self.is_local else max(1, self.settings.concurrency)
@@ -283,9 +279,7 @@ class LLMClient:
                     return gen
         gen = await self._call_and_validate(request, batch, started)
         if gen.ok and self._cache is not None:
-            await asyncio.to_thread(
-                self._cache.put, request.key, gen.model_dump(mode="json", exclude={"parsed"})
-            )
+            await asyncio.to_thread(self._cache.put, request.key, gen.model_dump(mode="json", exclude={"parsed"}))
         self._account(gen)
         return gen
 
@@ -453,8 +447,7 @@ def _messages(prompt: Prompt) -> list[dict[str, Any]]:
     messages = list(prompt)
     if not messages or not all(isinstance(m, dict) and "role" in m and "content" in m for m in messages):
         raise ValueError(
-            "a prompt is a string or a non-empty list of chat messages like "
-            "[{'role': 'user', 'content': '...'}]"
+            "a prompt is a string or a non-empty list of chat messages like [{'role': 'user', 'content': '...'}]"
         )
     return [dict(m) for m in messages]
 
@@ -477,9 +470,7 @@ def _token_logprobs(raw: Any) -> list[TokenLogprob] | None:
     tokens = []
     for item in content:
         top = {str(_get(t, "token")): float(_get(t, "logprob")) for t in (_get(item, "top_logprobs") or [])}
-        tokens.append(
-            TokenLogprob(token=str(_get(item, "token")), logprob=float(_get(item, "logprob")), top=top)
-        )
+        tokens.append(TokenLogprob(token=str(_get(item, "token")), logprob=float(_get(item, "logprob")), top=top))
     return tokens
 
 

@@ -181,9 +181,7 @@ def perplexity(name: str, text: str) -> float:
     if len(tokens) < 2:
         raise ValueError("perplexity needs a text of at least two tokens")
     if len(tokens) > llm.n_ctx():
-        raise ValueError(
-            f"the text has {len(tokens)} tokens, more than the model's context ({llm.n_ctx()}); split it"
-        )
+        raise ValueError(f"the text has {len(tokens)} tokens, more than the model's context ({llm.n_ctx()}); split it")
     with lock:
         llm.reset()
         llm.eval(tokens)

@@ -69,9 +69,7 @@ def get_model(name: str) -> PackagedModel:
     try:
         return MODELS[name]
     except KeyError:
-        raise ValueError(
-            f"unknown local model {name!r}; known: {sorted(MODELS)} (use 'local/<name>')"
-        ) from None
+        raise ValueError(f"unknown local model {name!r}; known: {sorted(MODELS)} (use 'local/<name>')") from None
 
 
 def model_path(name: str) -> Path:

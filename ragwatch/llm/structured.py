@@ -86,9 +86,8 @@ def strict_schema(schema: dict[str, Any]) -> dict[str, Any]:
 
 def schema_hint(schema: type[BaseModel]) -> str:
     """An instruction for providers that cannot enforce the schema themselves (JSON mode)."""
-    return (
-        "Reply with only a JSON object (no prose, no code fences) that matches this JSON schema:\n"
-        + json.dumps(schema_json(schema), separators=(",", ":"))
+    return "Reply with only a JSON object (no prose, no code fences) that matches this JSON schema:\n" + json.dumps(
+        schema_json(schema), separators=(",", ":")
     )
 
 

@@ -29,8 +29,28 @@ def tiny_corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return corpus
 
 
-def write_config(directory: Path, corpus: Path, **evaluate_overrides) -> Path:
-    """A full-pipeline config for the tiny corpus and the tiny model; overrides merge into `evaluate`."""
+LABELLED = [
+    {"id": "local-default", "question": "Which orchestrator does ZenML use by default?",
+     "reference_answer": "The local orchestrator is the default orchestrator of ZenML; it runs pipelines locally.",
+     "relevant": ["component-guide/orchestrators/local.md"]},
+    {"id": "failure-hooks", "question": "How do I run code when a step of my pipeline fails?",
+     "reference_answer": "Attach a failure hook to the step (on_failure); ZenML calls it when the step fails.",
+     "relevant": ["how-to/build-pipelines/use-failure-success-hooks.md"]},
+    {"id": "orchestrator-role", "question": "What does an orchestrator do in a ZenML stack?",
+     "reference_answer": "The orchestrator runs the steps of a pipeline, locally by default and remotely otherwise.",
+     "relevant": ["component-guide/orchestrators/orchestrators.md"]},
+]
+
+
+def write_config(directory: Path, corpus: Path, *, synthetic: bool = True, **evaluate_overrides) -> Path:
+    """A full-pipeline config for the tiny corpus and the tiny model; overrides merge into `evaluate`.
+
+    The evaluation set is a small labelled JSONL set (so every run has judged items, whatever the
+    tiny model writes) plus, with `synthetic`, pairs the tiny model generates.
+    """
+    directory.mkdir(parents=True, exist_ok=True)
+    labelled = directory / "labelled.jsonl"
+    labelled.write_text("".join(json.dumps(row) + "\n" for row in LABELLED))
     tables = directory / "e2e.yaml"
     tables.write_text(
         yaml.safe_dump(
@@ -57,10 +77,11 @@ def write_config(directory: Path, corpus: Path, **evaluate_overrides) -> Path:
     config = {
         "ingest": {"corpus": {"paths": [str(corpus)]}, "chunking": {"max_tokens": 160, "overlap_tokens": 20}},
         "testset": {
+            "synthetic": synthetic,
             "generator": {**llm, "max_tokens": 200},
             "testset": {"n_chunks": 2, "questions_per_chunk": 1, "kinds": ["factual"], "min_chunk_tokens": 20},
             "handwritten_retrieval_cases": None,
-            "imports": [],
+            "imports": [{"format": "jsonl", "path": str(labelled), "relevance_kind": "document"}],
         },
         "evaluate": evaluate,
     }

@@ -21,7 +21,7 @@ BAD = "Flyte."
 
 def test_gate_promotes_then_refuses_a_worse_system(tmp_path: Path, tiny_corpus: Path, oracle_module, capsys) -> None:
     oracle_module({"*": GOOD})
-    good = write_config(tmp_path / "good", tiny_corpus, system={"model_name": "ragwatch-gate-rag",
+    good = write_config(tmp_path / "good", tiny_corpus, synthetic=False, system={"model_name": "ragwatch-gate-rag",
                                                                  "rag": {"kind": "callable",
                                                                          "callable": "fixed_rag:answer"}})
     assert cli.main(["full", "--config", str(good)]) == 0
@@ -30,7 +30,7 @@ def test_gate_promotes_then_refuses_a_worse_system(tmp_path: Path, tiny_corpus: 
     # A deliberately worse system (same evaluation set): wrong answers everywhere.
     oracle_module({"*": BAD})
     worse = write_config(
-        tmp_path / "worse", tiny_corpus,
+        tmp_path / "worse", tiny_corpus, synthetic=False,
         system={"model_name": "ragwatch-gate-rag",
                 "rag": {"kind": "callable", "callable": "fixed_rag:answer", "top_k": 4}},
     )

@@ -66,9 +66,7 @@ def test_cache_serves_second_call_and_counts_hits(tmp_path):
     assert not first.cached and second.cached and second.parsed == first.parsed
     assert c.usage.calls == 1 and c.usage.cache_hits == 1 and c.usage.requests == 2
     # a new client (another process, same directory) hits the same cache
-    again = client(cache_dir=str(tmp_path / "c")).generate(
-        "q", schema=Verdict, mock_response='{"verdict": "yes"}'
-    )
+    again = client(cache_dir=str(tmp_path / "c")).generate("q", schema=Verdict, mock_response='{"verdict": "yes"}')
     assert again.cached
 
 
@@ -116,9 +114,7 @@ def test_auth_error_fails_fast_without_retry_and_hides_the_key(monkeypatch):
     secret = "sk-test-SECRET-0123456789abcdef"
     monkeypatch.setenv("MY_KEY", secret)
     c = client(cache=False, api_key_env="MY_KEY", max_retries=3)
-    exc = litellm.AuthenticationError(
-        f"Incorrect API key provided: {secret}", llm_provider="openai", model="x"
-    )
+    exc = litellm.AuthenticationError(f"Incorrect API key provided: {secret}", llm_provider="openai", model="x")
     gen = c.generate("q", mock_response=exc)
     assert not gen.ok and gen.attempts == 1 and c.usage.retries == 0
     assert "MY_KEY" in gen.error and "api_key_env" in gen.error
@@ -158,7 +154,7 @@ def test_local_model_string_accepts_mock_without_loading_a_model():
 
 
 def test_unknown_local_model_fails_at_construction():
-    with pytest.raises(ValueError, match="qwen2.5-0.5b-instruct"):
+    with pytest.raises(ValueError, match=r"qwen2\.5-0\.5b-instruct"):
         LLMClient(LLMSettings(model="local/qwen-typo"))
 
 

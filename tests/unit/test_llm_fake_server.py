@@ -175,9 +175,7 @@ def test_api_logprobs_reach_the_generation(server):
 
 def test_messages_and_system_prompt_reach_the_server(server):
     client = LLMClient(settings(server, cache=False))
-    gen = client.generate(
-        [{"role": "user", "content": "question 00"}], system="You are terse.", schema=Answer
-    )
+    gen = client.generate([{"role": "user", "content": "question 00"}], system="You are terse.", schema=Answer)
     assert gen.ok
     messages = server.bodies[0]["messages"]
     assert messages[0]["role"] == "system" and messages[0]["content"].startswith("You are terse.")

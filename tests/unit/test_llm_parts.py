@@ -30,9 +30,7 @@ class Judged(BaseModel):
 
 
 # ------------------------------------------------------------------------------------ structured
-@pytest.mark.parametrize(
-    "text", ['{"a": 1}', '```json\n{"a": 1}\n```', '```\n{"a": 1}```', '  ```JSON {"a": 1} ```']
-)
+@pytest.mark.parametrize("text", ['{"a": 1}', '```json\n{"a": 1}\n```', '```\n{"a": 1}```', '  ```JSON {"a": 1} ```'])
 def test_strip_fences(text):
     assert strip_fences(text) == '{"a": 1}'
 
@@ -85,9 +83,7 @@ def test_classify():
 
 def test_retry_after_seconds_and_http_date():
     def with_header(value):
-        response = httpx.Response(
-            429, headers={"Retry-After": value}, request=httpx.Request("POST", "http://x")
-        )
+        response = httpx.Response(429, headers={"Retry-After": value}, request=httpx.Request("POST", "http://x"))
         return litellm.RateLimitError("slow down", llm_provider="openai", model="m", response=response)
 
     assert retry_after_s(with_header("3")) == 3.0
