@@ -33,7 +33,7 @@ class _Strict(BaseModel):
 class CorpusSettings(_Strict):
     """Where the documents are: files, directories or globs, relative to the working directory."""
 
-    paths: list[str] = Field(default_factory=lambda: ["data/sample"])
+    paths: list[str] = Field(default_factory=lambda: ["data/sample/zenml_docs", "data/sample/pdf"])
 
 
 class IngestConfig(_Strict):

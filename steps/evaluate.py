@@ -82,7 +82,7 @@ def judge_answers_step(
     samples = generation_samples(eval_set.samples)
     embedder = get_embedder(embedding)
     metrics, usage = judge_answers(samples, list(answers.answers), config.judges, embedder=embedder)
-    agreement = pd.DataFrame()
+    agreement = pd.DataFrame(columns=["metric", "judge"])
     if config.judge_panel:
         agreement = judge_panel(samples, list(answers.answers), config.judges, config.judge_panel, metrics, embedder)
     log_metadata(
