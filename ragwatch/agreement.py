@@ -173,6 +173,26 @@ def f1(
     return 2.0 * tp / denom
 
 
+def roc_auc(labels: Sequence[Hashable], scores: Sequence[float], *, positive: Hashable = True,
+            undefined: float = 0.5) -> float:
+    """Area under the ROC curve: the chance a random positive item scores above a random negative one
+    (ties count half). Threshold-free, so it shows whether a judge's scores rank items well even when
+    its default cut-off is wrong. `undefined` when only one class is present.
+
+    Example:
+        >>> roc_auc([True, False, True], [0.9, 0.2, 0.4])
+        1.0
+    """
+    x = np.asarray([label == positive for label in labels])
+    s = np.asarray(scores, dtype=float)
+    pos, neg = s[x], s[~x]
+    if pos.size == 0 or neg.size == 0:
+        return undefined
+    greater = (pos[:, None] > neg[None, :]).sum()
+    ties = (pos[:, None] == neg[None, :]).sum()
+    return float((greater + 0.5 * ties) / (pos.size * neg.size))
+
+
 def with_interval(
     metric: Callable[..., float],
     a: Sequence[Any],
@@ -194,7 +214,7 @@ def with_interval(
     """
     x, y = _pair(a, b, getattr(metric, "__name__", "metric"))
     value = metric(x, y, **kwargs)
-    accepts_undefined = metric in (cohen_kappa, weighted_kappa, spearman, f1)
+    accepts_undefined = metric in (cohen_kappa, weighted_kappa, spearman, f1, roc_auc)
     resample_kwargs = {**kwargs, "undefined": math.nan} if accepts_undefined else kwargs
 
     def statistic(idx: np.ndarray) -> float:

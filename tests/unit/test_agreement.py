@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.stats import spearmanr
-from sklearn.metrics import balanced_accuracy_score, cohen_kappa_score, f1_score
+from sklearn.metrics import balanced_accuracy_score, cohen_kappa_score, f1_score, roc_auc_score
 
 from ragwatch.agreement import (
     accuracy,
@@ -18,6 +18,7 @@ from ragwatch.agreement import (
     cohen_kappa,
     f1,
     hamming_distance,
+    roc_auc,
     spearman,
     weighted_kappa,
     with_interval,
@@ -132,3 +133,18 @@ def test_with_interval_brackets_the_value_and_is_seeded():
 def test_with_interval_on_undefined_measure_never_gives_nan():
     est = with_interval(cohen_kappa, ["a"] * 6, ["a"] * 6)
     assert (est.value, est.ci_low, est.ci_high) == (0.0, 0.0, 0.0)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(st.tuples(st.booleans(), st.integers(0, 5)), min_size=2, max_size=40).filter(
+        lambda rows: len({label for label, _ in rows}) == 2
+    )
+)
+def test_roc_auc_matches_sklearn(rows: list[tuple[bool, int]]) -> None:
+    labels, scores = [r[0] for r in rows], [float(r[1]) for r in rows]
+    assert roc_auc(labels, scores) == pytest.approx(roc_auc_score(labels, scores), abs=1e-12)
+
+
+def test_roc_auc_one_class_is_the_undefined_value() -> None:
+    assert roc_auc([True, True], [0.1, 0.9]) == 0.5
