@@ -158,12 +158,16 @@ def test_reference_contexts_used_as_text_labels_when_no_items():
     assert judge(s, [hit("c", 1, text="alpha beta gamma delta epsilon")]).gains == [1.0]
 
 
-def test_auto_uses_each_samples_kinds_and_fixed_kind_filters():
+def test_auto_uses_one_kind_per_sample_pages_first_and_fixed_kind_filters():
     s = EvalSample(id="q", question="?", relevant=[
         RelevantItem(kind="chunk_id", value="c9"), RelevantItem(kind="document", value="a.md")])
     hits = [hit("c1", 1, source="a.md"), hit("c9", 2, source="z.md")]
-    assert judge(s, hits).gains == [1.0, 1.0]
+    # the chunk id and the document name one ground truth twice: auto counts the document only
+    assert judge(s, hits).gains == [1.0, 0.0]
+    assert judge(s, hits).relevant_grades == [1.0]
     assert judge(s, hits, MatchSettings(on="chunk_id")).gains == [0.0, 1.0]
+    only_chunk = EvalSample(id="q2", question="?", relevant=[RelevantItem(kind="chunk_id", value="c9")])
+    assert judge(only_chunk, hits).gains == [0.0, 1.0]
 
 
 def test_corpus_sources_turn_dangling_labels_into_failures():
