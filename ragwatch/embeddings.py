@@ -325,21 +325,19 @@ class LiteLLMEmbedder:
         texts = _check_texts(texts)
         if not texts:
             return np.zeros((0, self._dim or 0), dtype=np.float32)
-        litellm = _litellm()
+        # Imported here: the LLM layer pulls in litellm, which the local embedder does not need.
+        from ragwatch.llm.embedding import EmbeddingCallError, embed_remote
+
         api_key = self._api_key()
         rows: list[np.ndarray] = []
         size = self.settings.batch_size
         for start in range(0, len(texts), size):
             batch = texts[start : start + size]
-            kwargs: dict[str, Any] = {"model": self.settings.model, "input": batch, **self.settings.extra}
-            if self.settings.api_base:
-                kwargs["api_base"] = self.settings.api_base
-            if api_key:
-                kwargs["api_key"] = api_key
             try:
-                response = litellm.embedding(**kwargs)
-            except Exception as exc:
-                raise EmbeddingError(f"embedding model {self.settings.model!r} failed: {exc}") from exc
+                response = embed_remote(self.settings.model, batch, api_base=self.settings.api_base,
+                                        api_key=api_key, extra=self.settings.extra)
+            except EmbeddingCallError as exc:
+                raise EmbeddingError(str(exc)) from None
             rows.append(self._vectors(response, len(batch)))
         return normalize_rows(np.vstack(rows))
 

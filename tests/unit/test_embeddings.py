@@ -142,6 +142,7 @@ class _EmbeddingServer:
     def __init__(self) -> None:
         self.requests: list[dict[str, Any]] = []
         self.auth: list[str | None] = []
+        self.faults: list[int] = []  # status codes to answer with before succeeding
         server = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -149,6 +150,16 @@ class _EmbeddingServer:
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 server.requests.append(body)
                 server.auth.append(self.headers.get("Authorization"))
+                if server.faults:
+                    status = server.faults.pop(0)
+                    payload = json.dumps({"error": {"message": f"fault {status}", "type": "server_error"}}).encode()
+                    self.send_response(status)
+                    self.send_header("Retry-After", "0")
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(payload)))
+                    self.end_headers()
+                    self.wfile.write(payload)
+                    return
                 inputs = body["input"] if isinstance(body["input"], list) else [body["input"]]
                 data = []
                 for i, text in enumerate(inputs):
@@ -232,3 +243,21 @@ def test_litellm_mock_response_returns_one_vector_per_call() -> None:
     )
     with pytest.raises(EmbeddingError, match="returned 1 vectors for 2 texts"):
         many.embed(["a", "b"])
+
+
+def test_litellm_embedder_retries_rate_limits_and_fails_fast_on_auth(
+    embedding_server: _EmbeddingServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("H2_FAKE_KEY", "sk-secret-456")
+    settings = EmbeddingSettings(model="openai/fake-embed", api_base=embedding_server.base_url,
+                                 api_key_env="H2_FAKE_KEY")
+    embedding_server.faults = [429, 429]
+    vectors = get_embedder(settings).embed(["alpha", "beta"])
+    assert vectors.shape == (2, 8) and len(embedding_server.requests) == 3
+
+    embedding_server.requests.clear()
+    embedding_server.faults = [401] * 5
+    with pytest.raises(EmbeddingError) as failure:
+        get_embedder(settings).embed(["alpha"])
+    assert len(embedding_server.requests) == 1  # no retry: a bad key stays bad
+    assert "sk-secret-456" not in str(failure.value)
