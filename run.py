@@ -189,6 +189,13 @@ def main(argv: list[str] | None = None) -> int:
     except (ConfigError, ValueError, FileNotFoundError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    except RuntimeError as exc:
+        if os.environ.get("RAGWATCH_DEBUG") or "Pipeline run has failed" not in str(exc):
+            raise
+        # ZenML has already logged the failing step's own error above; skip its orchestrator traceback.
+        print(f"error: {exc}; the step's error is printed above (RAGWATCH_DEBUG=1 shows the traceback)",
+              file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":
