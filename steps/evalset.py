@@ -14,6 +14,7 @@ from ragwatch.evalsets import import_labelled_samples, merge_samples
 from ragwatch.index import Index
 from ragwatch.llm.client import LLMClient
 from ragwatch.testset import Testset, generate_testset
+from steps.secrets import export_api_keys
 
 
 @step
@@ -23,6 +24,7 @@ def generate_synthetic_set(
     """Question/answer pairs written by the generator LLM from sampled chunks, filtered."""
     if not config.synthetic:
         return Testset(samples=[], metadata={"synthetic": False})
+    export_api_keys()
     llm = LLMClient(config.generator)
     testset = generate_testset(index, llm, get_embedder(embedding), config.testset)
     log_metadata(

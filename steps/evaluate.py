@@ -22,6 +22,7 @@ from ragwatch.evaluation import (
     run_handcrafted_tests,
 )
 from ragwatch.index import Index
+from steps.secrets import export_api_keys
 
 
 @step
@@ -42,6 +43,7 @@ def generate_answers(
     index: Index, eval_set: EvalSet, config: EvaluateConfig, embedding: EmbeddingSettings
 ) -> Annotated[AnswerSet, "rag_answers"]:
     """The system under test answers every sample that has a reference answer."""
+    export_api_keys()
     rag, llm = build_system(config.system, index, get_embedder(embedding))
     samples = generation_samples(eval_set.samples)
     answers = answer_questions(rag, samples)
@@ -66,6 +68,7 @@ def run_e2e_tests_step(
     """The handcrafted keyword tests, through the system under test."""
     if not config.e2e.enabled or tables.n_cases == 0:
         return MetricGroup(group="e2e"), pd.DataFrame()
+    export_api_keys()
     rag, _ = build_system(config.system, index, get_embedder(embedding))
     report = run_handcrafted_tests(rag, tables)
     log_metadata(metadata={"e2e": {name: m.score for name, m in report.metrics.items()}})
@@ -79,6 +82,7 @@ def judge_answers_step(
 ) -> tuple[Annotated[MetricGroup, "judge_metrics"], Annotated[pd.DataFrame, "judge_agreement"]]:
     """Every enabled LLM judge (and the embedding similarity) on the answers; with a judge panel,
     the same judges with each panel model and their agreement."""
+    export_api_keys()
     samples = generation_samples(eval_set.samples)
     embedder = get_embedder(embedding)
     metrics, usage = judge_answers(samples, list(answers.answers), config.judges, embedder=embedder)

@@ -14,6 +14,7 @@ from ragwatch.documents import LoadResult, load_documents
 from ragwatch.embeddings import EmbeddingSettings, get_embedder
 from ragwatch.index import Index
 from steps.materializers import IndexMaterializer
+from steps.secrets import export_api_keys
 
 
 @step
@@ -56,6 +57,7 @@ def chunk_corpus(documents: DocumentSet, config: IngestConfig) -> Annotated[Chun
 @step(output_materializers=IndexMaterializer)
 def build_index(chunks: ChunkSet, embedding: EmbeddingSettings) -> Annotated[Index, "rag_index"]:
     """Embed every chunk; the index carries the embedding model's identity."""
+    export_api_keys()  # a hosted embedding model may need a key
     started = time.perf_counter()
     index = Index.build(chunks.chunks, get_embedder(embedding), progress=True)
     log_metadata(
