@@ -75,6 +75,11 @@ def cohen_kappa(
     distance between two labels is the distance of their positions in the sorted label set.
     Returns `undefined` when both raters give one identical label to every item.
     """
+    value = _cohen_kappa(a, b, weights=weights)
+    return undefined if value is None else value
+
+
+def _cohen_kappa(a: Sequence[Hashable], b: Sequence[Hashable], *, weights: KappaWeights = None) -> float | None:
     x, y = _pair(a, b, "cohen_kappa")
     ix, iy, k = _codes(x, y)
     observed = np.bincount(ix * k + iy, minlength=k * k).reshape(k, k).astype(float)
@@ -91,7 +96,7 @@ def cohen_kappa(
             raise ValueError(f"weights must be None, 'linear' or 'quadratic', not {weights!r}")
     chance = float((w * expected).sum())
     if chance == 0.0:
-        return float(undefined)
+        return None
     return 1.0 - float((w * observed).sum()) / chance
 
 
@@ -120,6 +125,11 @@ def _ranks(x: np.ndarray) -> np.ndarray:
 
 def spearman(a: Sequence[float], b: Sequence[float], *, undefined: float = 0.0) -> float:
     """Spearman rank correlation (scipy's `spearmanr` statistic); `undefined` when a side is constant."""
+    value = _spearman(a, b)
+    return undefined if value is None else value
+
+
+def _spearman(a: Sequence[float], b: Sequence[float]) -> float | None:
     x, y = _pair(a, b, "spearman")
     try:
         x, y = x.astype(float), y.astype(float)
@@ -131,7 +141,7 @@ def spearman(a: Sequence[float], b: Sequence[float], *, undefined: float = 0.0) 
     rx, ry = rx - rx.mean(), ry - ry.mean()
     denom = math.sqrt(float((rx**2).sum()) * float((ry**2).sum()))
     if denom == 0.0:
-        return float(undefined)
+        return None
     return float(np.clip((rx * ry).sum() / denom, -1.0, 1.0))
 
 
@@ -163,13 +173,18 @@ def f1(
 
     Returns `undefined` when `positive` is neither a true nor a predicted label of any item.
     """
+    value = _f1(y_true, y_pred, positive=positive)
+    return undefined if value is None else value
+
+
+def _f1(y_true: Sequence[Hashable], y_pred: Sequence[Hashable], *, positive: Hashable = 1) -> float | None:
     x, y = _pair(y_true, y_pred, "f1")
     true_pos = x == positive
     pred_pos = y == positive
     tp = int((true_pos & pred_pos).sum())
     denom = int(true_pos.sum()) + int(pred_pos.sum())
     if denom == 0:
-        return float(undefined)
+        return None
     return 2.0 * tp / denom
 
 
@@ -183,11 +198,16 @@ def roc_auc(labels: Sequence[Hashable], scores: Sequence[float], *, positive: Ha
         >>> roc_auc([True, False, True], [0.9, 0.2, 0.4])
         1.0
     """
+    value = _roc_auc(labels, scores, positive=positive)
+    return undefined if value is None else value
+
+
+def _roc_auc(labels: Sequence[Hashable], scores: Sequence[float], *, positive: Hashable = True) -> float | None:
     x = np.asarray([label == positive for label in labels])
     s = np.asarray(scores, dtype=float)
     pos, neg = s[x], s[~x]
     if pos.size == 0 or neg.size == 0:
-        return undefined
+        return None
     greater = (pos[:, None] > neg[None, :]).sum()
     ties = (pos[:, None] == neg[None, :]).sum()
     return float((greater + 0.5 * ties) / (pos.size * neg.size))
@@ -205,8 +225,9 @@ def with_interval(
 ) -> Estimate:
     """`metric(a, b, **kwargs)` with a seeded bootstrap interval over items (pairs resampled together).
 
-    Resamples where the measure is undefined are skipped; the point value uses the measure's own
-    `undefined` placeholder when it is undefined on the full data.
+    Resamples where the measure is undefined are skipped; when it is undefined on every resample
+    (e.g. constant labels) the interval collapses onto the point value, which uses the measure's
+    own `undefined` placeholder.
 
     Example:
         >>> with_interval(cohen_kappa, [1, 0, 1, 0], [1, 0, 1, 1]).value
@@ -214,16 +235,27 @@ def with_interval(
     """
     x, y = _pair(a, b, getattr(metric, "__name__", "metric"))
     value = metric(x, y, **kwargs)
-    accepts_undefined = metric in (cohen_kappa, weighted_kappa, spearman, f1, roc_auc)
-    resample_kwargs = {**kwargs, "undefined": math.nan} if accepts_undefined else kwargs
+    # Resamples use the measure's core, which says "undefined" as None instead of a placeholder.
+    core = _CORES.get(metric)
+    core_kwargs = {k: v for k, v in kwargs.items() if k != "undefined"}
+    if metric is weighted_kappa:
+        core_kwargs.setdefault("weights", "quadratic")
 
-    def statistic(idx: np.ndarray) -> float:
-        return metric(x[idx], y[idx], **resample_kwargs)
+    def statistic(idx: np.ndarray) -> float | None:
+        if core is None:
+            return metric(x[idx], y[idx], **kwargs)
+        return core(x[idx], y[idx], **core_kwargs)
 
     _, low, high = bootstrap_statistic_ci(
-        statistic, x.size, confidence=confidence, resamples=resamples, seed=seed
+        statistic, x.size, confidence=confidence, resamples=resamples, seed=seed, point=value
     )
-    if not (math.isfinite(low) and math.isfinite(high)):
-        # undefined on the full data means undefined on every resample (same constant labels)
-        low = high = value
     return Estimate(value=value, ci_low=low, ci_high=high, n=int(x.size))
+
+
+_CORES: dict[Callable[..., float], Callable[..., float | None]] = {
+    cohen_kappa: _cohen_kappa,
+    weighted_kappa: _cohen_kappa,
+    spearman: _spearman,
+    f1: _f1,
+    roc_auc: _roc_auc,
+}

@@ -308,7 +308,9 @@ class LiteLLMEmbedder:
         return self.settings.max_input_tokens or DEFAULT_REMOTE_MAX_INPUT_TOKENS
 
     def count_tokens(self, text: str) -> int:
-        return int(_litellm().token_counter(model=self.settings.model, text=text))
+        from ragwatch.llm.embedding import count_tokens
+
+        return count_tokens(self.settings.model, text)
 
     def _api_key(self) -> str | None:
         name = self.settings.api_key_env
@@ -365,11 +367,3 @@ class LiteLLMEmbedder:
                 f"earlier {self._dim}"
             )
         return matrix
-
-
-def _litellm() -> Any:
-    # Without this, importing litellm tries to fetch a price map from the internet.
-    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-    import litellm
-
-    return litellm

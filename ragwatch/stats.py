@@ -69,26 +69,31 @@ def bootstrap_unpaired_diff_ci(
 
 
 def bootstrap_statistic_ci(
-    statistic: Callable[[np.ndarray], float],
+    statistic: Callable[[np.ndarray], float | None],
     n_items: int,
     *,
     confidence: float = 0.95,
     resamples: int = DEFAULT_RESAMPLES,
     seed: int = 0,
+    point: float | None = None,
 ) -> tuple[float, float, float]:
     """Interval of any statistic of item indices, e.g. kappa over (judge, human) pairs.
 
-    `statistic(indices)` computes the statistic on the items at `indices`; resamples where it is
-    not finite (e.g. kappa of a single class) are skipped.
+    `statistic(indices)` computes the statistic on the items at `indices`, or returns None where it
+    is undefined (e.g. kappa of a single class); those resamples are skipped. `point` overrides the
+    point value (the statistic on all items), which is required when that is undefined.
     """
     if n_items == 0:
         raise ValueError("bootstrap_statistic_ci needs at least one item")
-    point = float(statistic(np.arange(n_items)))
+    if point is None:
+        point = statistic(np.arange(n_items))
+        if point is None:
+            raise ValueError("the statistic is undefined on the full data: pass the point value as `point`")
     rng = np.random.default_rng(seed)
     values = [statistic(rng.integers(0, n_items, size=n_items)) for _ in range(resamples)]
-    finite = np.asarray([v for v in values if np.isfinite(v)], dtype=float)
-    if finite.size == 0:
-        return point, point, point
+    defined = np.asarray([v for v in values if v is not None], dtype=float)
+    if defined.size == 0:
+        return float(point), float(point), float(point)
     alpha = (1 - confidence) / 2
-    low, high = np.quantile(finite, [alpha, 1 - alpha])
-    return point, float(low), float(high)
+    low, high = np.quantile(defined, [alpha, 1 - alpha])
+    return float(point), float(low), float(high)

@@ -1,4 +1,4 @@
-"""Remote embedding calls through litellm, with the LLM layer's retry policy and secret scrubbing.
+"""Remote embedding calls (and token counts) through litellm, with the LLM layer's retry policy and secret scrubbing.
 
 Example:
     >>> response = embed_remote("openai/text-embedding-3-small", ["hello"], api_key=key)  # doctest: +SKIP
@@ -18,6 +18,11 @@ from ragwatch.llm.retry import backoff_s, classify, describe, retry_after_s
 
 class EmbeddingCallError(RuntimeError):
     """An embedding call failed for good: a fatal error, or transient ones past the retries."""
+
+
+def count_tokens(model: str, text: str) -> int:
+    """litellm's token count for `model` (exact for OpenAI models, an approximation for others)."""
+    return int(litellm.token_counter(model=model, text=text))
 
 
 def embed_remote(

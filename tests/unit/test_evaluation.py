@@ -12,8 +12,10 @@ from ragwatch.llm.types import LLMSettings
 from ragwatch.types import EvalSample, RagAnswer, RetrievedContext
 
 
-def _verdict(score: int) -> str:
-    return json.dumps({"reasoning": "checked against the reference", "score": score})
+def _judge(model: str, score: int) -> LLMSettings:
+    """A mock judge model that gives every item `score`."""
+    verdict = json.dumps({"reasoning": "checked against the reference", "score": score})
+    return LLMSettings(model=model, extra={"mock_response": verdict}, cache=False)
 
 
 @pytest.fixture
@@ -27,13 +29,10 @@ def items(tmp_path, monkeypatch) -> tuple[list[EvalSample], list[RagAnswer]]:
 
 def test_judge_panel_compares_models_in_one_table(items) -> None:
     samples, answers = items
-    config = JudgesConfig(
-        llm=LLMSettings(model="openai/judge-a", extra={"mock_response": _verdict(5)}, cache=False),
-        enabled=["correctness"],
-    )
+    config = JudgesConfig(llm=_judge("openai/judge-a", 5), enabled=["correctness"])
     primary, usage = judge_answers(samples, answers, config)
     assert primary["correctness"].score == 5.0 and usage["calls"] == 4
-    panel = [LLMSettings(model="openai/judge-b", extra={"mock_response": _verdict(2)}, cache=False)]
+    panel = [_judge("openai/judge-b", 2)]
 
     table = judge_panel(samples, answers, config, panel, primary)
 
@@ -46,10 +45,7 @@ def test_judge_panel_compares_models_in_one_table(items) -> None:
 
 def test_results_frame_has_a_row_per_sample_with_scores_and_reasons(items) -> None:
     samples, answers = items
-    config = JudgesConfig(
-        llm=LLMSettings(model="openai/judge-a", extra={"mock_response": _verdict(3)}, cache=False),
-        enabled=["correctness"],
-    )
+    config = JudgesConfig(llm=_judge("openai/judge-a", 3), enabled=["correctness"])
     metrics, _ = judge_answers(samples, answers, config)
     frame = results_frame(samples, answers, metrics)
     assert list(frame["item_id"]) == ["q0", "q1", "q2", "q3"]
