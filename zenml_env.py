@@ -1,7 +1,7 @@
 """Process environment for ZenML and litellm, set before either is imported.
 
-ZenML keeps its store in a project-local directory unless the user chose one, sends no analytics
-(offline it would block every run on time-outs), and litellm reads its bundled price map.
+ZenML keeps its store in a project-local directory unless the user chose one and sends no analytics
+(offline it would block every run on time-outs). litellm's offline setting lives in ragwatch/__init__.py.
 """
 
 from __future__ import annotations
@@ -19,7 +19,6 @@ def configure_environment(zenml_home: Path | None = None) -> None:
     os.environ.setdefault("ZENML_AUTO_OPEN_DASHBOARD", "false")
     os.environ.setdefault("ZENML_LOGGING_VERBOSITY", "WARN")
     os.environ.setdefault("ZENML_ENABLE_RICH_TRACEBACK", "false")
-    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 

@@ -10,7 +10,7 @@ from zenml.client import Client
 from zenml.types import HTMLString
 
 from ragwatch.compare import Comparison, GateThresholds, compare_runs
-from steps.tracking import evaluation_runs, production_evaluation, run_label, run_metrics
+from steps.tracking import previous_evaluation, production_evaluation, run_label, run_metrics
 
 
 def _metrics_of(run_name_or_id: str):
@@ -36,15 +36,15 @@ def compare_command(runs: list[str], model_name: str, thresholds: GateThresholds
         if runs:
             new_run, new = _metrics_of(runs[0])
         else:
-            completed = [r for r in evaluation_runs() if run_metrics(r) is not None]
-            if not completed:
+            latest = previous_evaluation()
+            if latest is None:
                 raise ValueError("no evaluation run yet: run `python run.py` or `python run.py evaluate` first")
-            new_run, new = completed[0], run_metrics(completed[0])
-        older = [r for r in evaluation_runs() if r.created < new_run.created and run_metrics(r) is not None]
-        if older:
-            comparisons[f"{run_label(new_run)} vs previous {run_label(older[0])}"] = compare_runs(
-                new.metrics, run_metrics(older[0]).metrics, thresholds=thresholds, new_label=new_run.name,
-                old_label=older[0].name,
+            new_run, new = latest
+        previous = previous_evaluation(before=new_run.created)
+        if previous is not None:
+            old_run, old = previous
+            comparisons[f"{run_label(new_run)} vs previous {run_label(old_run)}"] = compare_runs(
+                new.metrics, old.metrics, thresholds=thresholds, new_label=new_run.name, old_label=old_run.name
             )
         production = production_evaluation(model_name)
         if production is not None:

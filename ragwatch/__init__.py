@@ -5,7 +5,8 @@ The core library never imports zenml: every metric runs from a notebook or pytes
 
 import os
 
-# litellm fetches a model price map from the internet at import unless told to use its bundled one.
+# litellm fetches a model price map from the internet at import unless told to use its bundled one;
+# every ragwatch module that imports litellm is below this package, so this runs first.
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 __version__ = "0.1.0"

@@ -111,6 +111,12 @@ def weighted_kappa(
     return cohen_kappa(a, b, weights=weights, undefined=undefined)
 
 
+def _weighted_kappa(
+    a: Sequence[Hashable], b: Sequence[Hashable], *, weights: Literal["linear", "quadratic"] = "quadratic"
+) -> float | None:
+    return _cohen_kappa(a, b, weights=weights)
+
+
 def _ranks(x: np.ndarray) -> np.ndarray:
     """Average ranks (ties share the mean of their positions), as scipy's rankdata does."""
     order = np.argsort(x, kind="mergesort")
@@ -238,8 +244,6 @@ def with_interval(
     # Resamples use the measure's core, which says "undefined" as None instead of a placeholder.
     core = _CORES.get(metric)
     core_kwargs = {k: v for k, v in kwargs.items() if k != "undefined"}
-    if metric is weighted_kappa:
-        core_kwargs.setdefault("weights", "quadratic")
 
     def statistic(idx: np.ndarray) -> float | None:
         if core is None:
@@ -254,7 +258,7 @@ def with_interval(
 
 _CORES: dict[Callable[..., float], Callable[..., float | None]] = {
     cohen_kappa: _cohen_kappa,
-    weighted_kappa: _cohen_kappa,
+    weighted_kappa: _weighted_kappa,
     spearman: _spearman,
     f1: _f1,
     roc_auc: _roc_auc,

@@ -83,12 +83,12 @@ def judge_answers_step(
     """Every enabled LLM judge (and the embedding similarity) on the answers; with a judge panel,
     the same judges with each panel model and their agreement."""
     export_api_keys()
-    samples = generation_samples(eval_set.samples)
+    samples, answered = generation_samples(eval_set.samples), list(answers.answers)
     embedder = get_embedder(embedding)
-    metrics, usage = judge_answers(samples, list(answers.answers), config.judges, embedder=embedder)
+    metrics, usage = judge_answers(samples, answered, config.judges, embedder=embedder)
     agreement = pd.DataFrame(columns=["metric", "judge"])
     if config.judge_panel:
-        agreement = judge_panel(samples, list(answers.answers), config.judges, config.judge_panel, metrics, embedder)
+        agreement = judge_panel(samples, answered, config.judges, config.judge_panel, metrics, embedder)
     log_metadata(
         metadata={
             "judges": {name: m.score for name, m in metrics.items()},

@@ -6,6 +6,7 @@ step, and logs `evaluation.run_id` on its model version, so both lookups are art
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 from uuid import UUID
 
@@ -45,10 +46,16 @@ def evaluation_runs(limit: int = 50) -> list[Any]:
     return sorted(runs, key=lambda r: r.created, reverse=True)
 
 
-def previous_evaluation(exclude_run_id: UUID | None) -> tuple[Any, MetricGroup] | None:
-    """The newest evaluation run other than `exclude_run_id` that stored metrics."""
+def previous_evaluation(
+    exclude_run_id: UUID | None = None, before: datetime | None = None
+) -> tuple[Any, MetricGroup] | None:
+    """The newest completed evaluation run that stored metrics, other than `exclude_run_id` and
+    created before `before` when given. Metrics are loaded only for the run returned (and for
+    newer runs that turn out to have none)."""
     for run in evaluation_runs():
         if run.id == exclude_run_id or run.status != ExecutionStatus.COMPLETED:
+            continue
+        if before is not None and run.created >= before:
             continue
         metrics = run_metrics(run)
         if metrics is not None:

@@ -7,12 +7,7 @@ Example:
     'hi'
 """
 
-import os
-
-# litellm fetches a price map from the internet at import time unless told otherwise; this must
-# run before the first `import litellm` anywhere in the process.
-os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-
+# ragwatch/__init__.py points litellm at its bundled price map before this package imports it.
 from ragwatch.llm.client import LLMClient
 from ragwatch.llm.types import Generation, LLMSettings, TokenLogprob, Usage
 

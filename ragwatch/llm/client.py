@@ -25,8 +25,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
-os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-
 import litellm
 from pydantic import BaseModel
 from tqdm.auto import tqdm
