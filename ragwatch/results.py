@@ -13,11 +13,38 @@ Example:
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field, model_validator
 
 from ragwatch.stats import bootstrap_mean_ci
+
+Direction = Literal["higher", "lower"]
+
+
+class MetricInfo(BaseModel):
+    """What a metric means: the typed facts that the gate, compare, report and printout read.
+
+    `scale` bounds an item's score ((0, 1) for rates and pass/fail, (1, 5) for Likert judges,
+    None when unbounded, e.g. perplexity); `binary` says item scores are 0/1, which selects the
+    interval (a proportion's vs a bounded mean's). `threshold` is the pass cut-off on the item score
+    (None: the metric has no pass/fail reading). `prompt_version` ties a judge's figures to its prompt.
+
+    Example:
+        >>> MetricInfo(direction="lower", scale=(1.0, 5.0)).higher_is_better
+        False
+    """
+
+    direction: Direction = "higher"
+    scale: tuple[float, float] | None = (0.0, 1.0)
+    binary: bool = False
+    threshold: float | None = None
+    prompt_version: str | None = None
+    description: str = ""
+
+    @property
+    def higher_is_better(self) -> bool:
+        return self.direction == "higher"
 
 
 class ItemScore(BaseModel):
@@ -53,11 +80,18 @@ class MetricResult(BaseModel):
     n_scored: int
     n_failed: int
     items: list[ItemScore]
+    info: MetricInfo = Field(default_factory=MetricInfo)
     details: dict[str, Any] = Field(default_factory=dict)
 
     @classmethod
     def from_items(
-        cls, name: str, items: list[ItemScore], *, seed: int = 0, details: dict[str, Any] | None = None
+        cls,
+        name: str,
+        items: list[ItemScore],
+        *,
+        seed: int = 0,
+        details: dict[str, Any] | None = None,
+        info: MetricInfo | None = None,
     ) -> MetricResult:
         scores = [it.score for it in items if it.ok and it.score is not None]
         if scores:
@@ -72,6 +106,7 @@ class MetricResult(BaseModel):
             n_scored=len(scores),
             n_failed=len(items) - len(scores),
             items=items,
+            info=info or MetricInfo(),
             details=details or {},
         )
 
