@@ -47,6 +47,23 @@ class MetricInfo(BaseModel):
         return self.direction == "higher"
 
 
+class LabelledEstimate(BaseModel):
+    """The metric re-estimated from human labels on some items plus the judge on all of them.
+
+    Filled by prediction-powered inference (`method`, e.g. "ppi++"); unbiased however biased the
+    judge is. `n_labels` items carry a human label, `n_items` carry a judge score.
+    """
+
+    method: str
+    score: float
+    ci_low: float
+    ci_high: float
+    n_labels: int
+    n_items: int
+    labelled_only_ci: tuple[float, float] | None = None  # the interval from the labels alone, for contrast
+    details: dict[str, Any] = Field(default_factory=dict)
+
+
 class ItemScore(BaseModel):
     """The score of one item, or the reason it has none."""
 
@@ -81,6 +98,7 @@ class MetricResult(BaseModel):
     n_failed: int
     items: list[ItemScore]
     info: MetricInfo = Field(default_factory=MetricInfo)
+    labelled: LabelledEstimate | None = None  # set when human labels exist for some items
     details: dict[str, Any] = Field(default_factory=dict)
 
     @classmethod
