@@ -17,7 +17,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, model_validator
 
-from ragwatch.stats import bootstrap_mean_ci
+from ragwatch.stats import mean_interval
 
 Direction = Literal["higher", "lower"]
 
@@ -88,12 +88,16 @@ class ItemScore(BaseModel):
 
 
 class MetricResult(BaseModel):
-    """Aggregate of one metric over a set of items, with a bootstrap 95% interval of the mean."""
+    """Aggregate of one metric over a set of items, with a 95% interval of the mean.
+
+    The interval follows `info.scale` (`ragwatch.stats.mean_interval`); `ci_method` names it.
+    """
 
     name: str
     score: float | None  # None only when no item could be scored
     ci_low: float | None = None
     ci_high: float | None = None
+    ci_method: str | None = None  # how the interval was computed, e.g. "agresti-coull", "t"
     n_scored: int
     n_failed: int
     items: list[ItemScore]
@@ -111,20 +115,28 @@ class MetricResult(BaseModel):
         details: dict[str, Any] | None = None,
         info: MetricInfo | None = None,
     ) -> MetricResult:
+        info = info or MetricInfo()
         scores = [it.score for it in items if it.ok and it.score is not None]
+        mean = low = high = method = None
         if scores:
-            mean, low, high = bootstrap_mean_ci(scores, seed=seed)
-        else:
-            mean = low = high = None
+            scale = info.scale
+            if scale is not None and not all(scale[0] <= s <= scale[1] for s in scores):
+                # an undeclared scale must not crash a run: treat the scores as unbounded and say so
+                method_note = f" (scores outside the declared scale {scale}: declare MetricInfo.scale)"
+                mean, low, high, method = mean_interval(scores, scale=None)
+                method += method_note
+            else:
+                mean, low, high, method = mean_interval(scores, scale=scale)
         return cls(
             name=name,
             score=mean,
             ci_low=low,
             ci_high=high,
+            ci_method=method,
             n_scored=len(scores),
             n_failed=len(items) - len(scores),
             items=items,
-            info=info or MetricInfo(),
+            info=info,
             details=details or {},
         )
 
