@@ -10,7 +10,7 @@ from zenml.client import Client
 from zenml.types import HTMLString
 
 from ragwatch.compare import Comparison, GateThresholds, compare_runs
-from steps.tracking import previous_evaluation, production_evaluation, run_label, run_metrics
+from steps.tracking import previous_evaluation, production_baseline, run_label, run_metrics
 
 
 def _metrics_of(run_name_or_id: str):
@@ -46,12 +46,12 @@ def compare_command(runs: list[str], model_name: str, thresholds: GateThresholds
             comparisons[f"{run_label(new_run)} vs previous {run_label(old_run)}"] = compare_runs(
                 new.metrics, old.metrics, thresholds=thresholds, new_label=new_run.name, old_label=old_run.name
             )
-        production = production_evaluation(model_name)
+        production = production_baseline(model_name, new_run.id)
         if production is not None:
-            version, _prod_run, prod_metrics = production
-            comparisons[f"{run_label(new_run)} vs production {version.name}"] = compare_runs(
+            label, prod_run, prod_metrics = production
+            comparisons[f"{run_label(new_run)} vs {label} ({run_label(prod_run)})"] = compare_runs(
                 new.metrics, prod_metrics.metrics, thresholds=thresholds, new_label=new_run.name,
-                old_label=f"production {version.name}",
+                old_label=label,
             )
     if not comparisons:
         raise ValueError("nothing to compare with: there is one evaluation run and no production version")

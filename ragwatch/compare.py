@@ -4,6 +4,16 @@
 `new - old` with a bootstrap 95% interval (paired over items scored in both runs, unpaired when the
 items do not pair) and a verdict. `gate_decision` turns a comparison into promote / do not promote.
 
+Direction, scale and meaning come from each metric's `MetricResult.info` (`MetricInfo`). When both
+runs carry a `MetricResult.labelled` estimate (prediction-powered, from human labels), the verdict
+uses the difference of those estimates and its interval, and the row says so (`basis="labelled"`);
+the judge-only interval stays in the row for contrast.
+
+What an "inconclusive" gated metric does is the team's choice (`GateThresholds.inconclusive`):
+"promote" (only clear regressions block), "hold" (any inconclusive gated metric holds the
+promotion), "min_n" (the default: inconclusive holds only when fewer than `min_n` items were
+compared, i.e. when the evaluation set is too small to decide).
+
 Verdicts, with `gain` the difference oriented so that positive is better (mirrored for
 lower-is-better metrics such as perplexity or failure rates) and `drop` the allowed drop:
 - "regressed": the whole interval of the gain lies below `-drop` (ci_high < -drop);
@@ -11,6 +21,8 @@ lower-is-better metrics such as perplexity or failure rates) and `drop` the allo
 - "unchanged": the whole interval lies within [-drop, +drop] (with drop 0: only an exact tie);
 - "inconclusive": anything else (the data neither show a change nor rule one out), and fewer than
   2 items to compare;
+- "constant": an LLM judge that gave every item the same score in both runs: it measures nothing,
+  is flagged and never gates (a judge that became constant in the new run is compared as usual);
 - "not_comparable": one run has no scored item of the metric;
 - "added" / "removed": the metric exists only in the new / only in the old run.
 
@@ -35,13 +47,14 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from ragwatch.results import MetricResult
 from ragwatch.stats import bootstrap_paired_diff_ci, bootstrap_unpaired_diff_ci
 
-Verdict = Literal["regressed", "improved", "unchanged", "inconclusive", "not_comparable", "added", "removed"]
-
-# Metrics where a smaller value is better, unless a metric says otherwise; prefix or glob patterns.
-DEFAULT_LOWER_IS_BETTER = ["*perplexity*", "*failure_rate*", "*latency*", "*cost_usd*"]
+Verdict = Literal["regressed", "improved", "unchanged", "inconclusive", "constant", "not_comparable", "added",
+                  "removed"]
+InconclusiveRule = Literal["promote", "hold", "min_n"]
+GateStatus = Literal["promote", "regressed", "hold", "no_baseline"]
 
 # Row order in tables: what needs attention first.
-_VERDICT_ORDER = ["regressed", "not_comparable", "removed", "improved", "added", "inconclusive", "unchanged"]
+_VERDICT_ORDER = ["regressed", "not_comparable", "removed", "constant", "improved", "added", "inconclusive",
+                  "unchanged"]
 
 # Pair items only when most of them pair: a handful of shared ids says little about the rest.
 _MIN_PAIRED_FRACTION = 0.5
@@ -51,6 +64,7 @@ VERDICT_COLOURS = {
     "improved": "#2e7d32",
     "unchanged": "#546e7a",
     "inconclusive": "#9e9e9e",
+    "constant": "#ef6c00",
     "not_comparable": "#6a1b9a",
     "added": "#1565c0",
     "removed": "#1565c0",
@@ -67,12 +81,12 @@ class GateThresholds(BaseModel):
 
     Drops are absolute, in the metric's own units (0.02 on a 0-1 rate is two points). Names in
     `per_metric`, `gated_metrics` and `lower_is_better` match exactly, by prefix or as globs.
-    Setting `lower_is_better` replaces the defaults (`DEFAULT_LOWER_IS_BETTER`): list them too.
-    Metrics that declare `details["higher_is_better"]` (judges do) need no entry.
+    A metric's direction comes from its `MetricInfo`; `lower_is_better` only overrides it for
+    metrics whose producer declares it wrongly. `inconclusive` and `min_n`: see the module docstring.
 
     Example:
         >>> GateThresholds(default_allowed_drop=0.02, per_metric={"faithfulness": 0.05},
-        ...                gated_metrics=["hit_rate@*", "faithfulness"])
+        ...                gated_metrics=["system/hit_rate", "faithfulness"], inconclusive="min_n", min_n=30)
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -80,7 +94,9 @@ class GateThresholds(BaseModel):
     default_allowed_drop: float = Field(0.0, ge=0.0)
     per_metric: dict[str, float] = Field(default_factory=dict)
     gated_metrics: list[str] | None = None  # None: every metric present in both runs
-    lower_is_better: list[str] = Field(default_factory=lambda: list(DEFAULT_LOWER_IS_BETTER))
+    lower_is_better: list[str] = Field(default_factory=list)
+    inconclusive: InconclusiveRule = "min_n"
+    min_n: int = Field(30, ge=2)
 
     @field_validator("per_metric")
     @classmethod
@@ -123,6 +139,23 @@ class MetricComparison(BaseModel):
     gated: bool = True
     verdict: Verdict
     note: str = ""
+    basis: Literal["judge", "labelled"] = "judge"  # which interval decided the verdict
+    labelled_diff: float | None = None  # difference of the prediction-powered estimates, when both runs have one
+    labelled_low: float | None = None
+    labelled_high: float | None = None
+    constant_value: float | None = None  # set when the new run's scores are all this one value (a judge)
+
+    @property
+    def n_compared(self) -> int:
+        """Items behind the interval: pairs, or the smaller run when unpaired."""
+        return self.n_paired if self.method == "paired" else min(self.n_new, self.n_old)
+
+    @property
+    def decided_interval(self) -> tuple[float | None, float | None, float | None]:
+        """(diff, low, high) of the interval that decided the verdict."""
+        if self.basis == "labelled":
+            return self.labelled_diff, self.labelled_low, self.labelled_high
+        return self.diff, self.diff_low, self.diff_high
 
 
 class Comparison(BaseModel):
@@ -151,6 +184,8 @@ class Comparison(BaseModel):
         interval = (
             f"[{_signed(r.diff_low)}, {_signed(r.diff_high)}]" if r.diff_low is not None else "-"
         )
+        if r.basis == "labelled":
+            interval += f"; labelled {_signed(r.labelled_diff)} [{_signed(r.labelled_low)}, {_signed(r.labelled_high)}]"
         direction = "higher" if r.higher_is_better else "lower"
         return [
             r.metric, _num(r.old_score), _num(r.new_score), _signed(r.diff), interval,
@@ -235,10 +270,17 @@ ul.notes{font-size:.8rem;color:#555}
 
 
 class GateDecision(BaseModel):
-    """Promote or not, and why (one reason per regressed metric, or why it passed)."""
+    """Promote or not, and why (one reason per regressed or held metric, or why it passed).
+
+    `status`: "promote", "regressed" (a gated metric got worse), "hold" (nothing regressed but the
+    team's inconclusive rule asks for more evidence), "no_baseline" (first evaluation: promoted).
+    `flags`: warnings that do not decide, e.g. a constant judge that was excluded from gating.
+    """
 
     promote: bool
     reasons: list[str] = Field(default_factory=list)
+    status: GateStatus = "promote"
+    flags: list[str] = Field(default_factory=list)
 
 
 def compare_runs(
@@ -254,8 +296,7 @@ def compare_runs(
     """Compare every metric of `new` with `old`; `old=None` (or empty) means there is no baseline.
 
     Direction per metric: `higher_is_better[name]` if given, else lower-is-better when the name
-    matches `thresholds.lower_is_better`, else the metric's own `details["higher_is_better"]` /
-    `details["lower_is_better"]`, else higher is better.
+    matches `thresholds.lower_is_better`, else the metric's `info.direction`.
     """
     thresholds = thresholds or GateThresholds()
     higher_is_better = higher_is_better or {}
@@ -280,60 +321,98 @@ def compare_runs(
 
 
 def gate_decision(comparison: Comparison | None, thresholds: GateThresholds | None = None) -> GateDecision:
-    """Promote unless a gated metric regressed beyond its allowed drop (or vanished).
+    """Promote unless a gated metric regressed beyond its allowed drop (or vanished), or the team's
+    inconclusive rule holds the promotion.
 
     Refuses also when a gated metric has no scored item in the new run, when a metric named in
     `gated_metrics` is missing from the new run, and when a `gated_metrics` pattern matches nothing
-    (most likely a typo in the config).
+    (most likely a typo in the config). Constant judges never gate; they are listed in `flags`.
     """
     thresholds = thresholds or GateThresholds()
     if comparison is None or not comparison.has_baseline:
-        return GateDecision(promote=True, reasons=["no production baseline"])
+        return GateDecision(promote=True, reasons=["no production baseline"], status="no_baseline")
     reasons: list[str] = []
+    held: list[str] = []
+    flags: list[str] = []
     for r in comparison.rows:
+        if r.constant_value is not None:
+            flags.append(_constant_flag(r))
         if not thresholds.is_gated(r.metric):
             continue
+        diff, low, high = r.decided_interval
+        basis = " from human labels (prediction-powered)" if r.basis == "labelled" else ""
         if r.verdict == "regressed":
             worse = "dropped" if r.higher_is_better else "rose"
             reasons.append(
-                f"{r.metric} regressed: {worse} by {_num(abs(r.diff or 0.0))} "
-                f"({_num(r.old_score)} -> {_num(r.new_score)}, diff {_signed(r.diff)}, "
-                f"95% CI [{_signed(r.diff_low)}, {_signed(r.diff_high)}], {r.method}), "
+                f"{r.metric} regressed: {worse} by {_num(abs(diff or 0.0))} "
+                f"({_num(r.old_score)} -> {_num(r.new_score)}, diff {_signed(diff)}, "
+                f"95% CI{basis} [{_signed(low)}, {_signed(high)}], {r.method}, n={r.n_compared}), "
                 f"beyond the allowed drop of {_num(r.allowed_drop)}"
             )
         elif r.verdict == "not_comparable" and r.n_new == 0 and r.n_old > 0:
             reasons.append(f"{r.metric}: no item could be scored in the new run ({r.note})")
         elif r.verdict == "removed" and thresholds.gated_metrics is not None:
             reasons.append(f"{r.metric} is gated but missing from the new run")
+        elif r.verdict == "inconclusive" and _holds(r, thresholds):
+            why = ("the team's rule holds every inconclusive gated metric" if thresholds.inconclusive == "hold"
+                   else f"only {r.n_compared} items compared, fewer than min_n={thresholds.min_n}")
+            held.append(f"{r.metric} inconclusive: diff {_signed(diff)}, 95% CI{basis} "
+                        f"[{_signed(low)}, {_signed(high)}] neither rules out a drop beyond "
+                        f"{_num(r.allowed_drop)} nor shows one; {why}")
     for pattern in thresholds.gated_metrics or []:
         if not any(matches(r.metric, pattern) for r in comparison.rows):
             reasons.append(f"gated metric {pattern!r} matches no metric in either run; "
                            f"check gated_metrics in the config (have {[r.metric for r in comparison.rows]})")
     if reasons:
-        return GateDecision(promote=False, reasons=reasons)
+        return GateDecision(promote=False, reasons=reasons + held, status="regressed", flags=flags)
+    if held:
+        advice = ("add questions to the evaluation set, or set gate.inconclusive: promote to accept "
+                  "undecided metrics")
+        return GateDecision(promote=False, reasons=[*held, advice], status="hold", flags=flags)
     counts = comparison.counts()
     summary = ", ".join(f"{v} {k}" for k, v in sorted(counts.items()))
     reason = f"no gated metric regressed vs {comparison.old_label} ({summary})"
-    return GateDecision(promote=True, reasons=[reason])
+    return GateDecision(promote=True, reasons=[reason], status="promote", flags=flags)
+
+
+def _holds(row: MetricComparison, thresholds: GateThresholds) -> bool:
+    if thresholds.inconclusive == "hold":
+        return True
+    if thresholds.inconclusive == "min_n":
+        return row.n_compared < thresholds.min_n
+    return False
+
+
+def _constant_flag(row: MetricComparison) -> str:
+    value = _num(row.constant_value)
+    if row.verdict == "constant":
+        return (f"{row.metric}: the judge gave every item {value} in both runs; it measures nothing here "
+                "and does not gate (check its prompt and threshold, or use a stronger judge model)")
+    return f"{row.metric}: the judge gave every item {value} in the new run (it varied before)"
 
 
 def is_higher_better(name: str, result: MetricResult | None = None, thresholds: GateThresholds | None = None,
                      overrides: dict[str, bool] | None = None) -> bool:
     """The direction of metric `name`: overrides, then `thresholds.lower_is_better`, then the metric's
-    own `details` (`higher_is_better` / `lower_is_better`), else higher is better."""
+    `info.direction` (higher is better when there is no result)."""
     hib = overrides or {}
     thresholds = thresholds or GateThresholds()
     if name in hib:
         return hib[name]
     if thresholds.is_lower_better(name):
         return False
-    if result is None:
-        return True
-    if isinstance(result.details.get("higher_is_better"), bool):
-        return result.details["higher_is_better"]
-    if isinstance(result.details.get("lower_is_better"), bool):
-        return not result.details["lower_is_better"]
-    return True
+    return True if result is None else result.info.higher_is_better
+
+
+def is_judge(result: MetricResult) -> bool:
+    """An LLM-judged metric: it has a prompt version, or the evaluation marked it as a judge's."""
+    return result.info.prompt_version is not None or result.details.get("family") == "judge"
+
+
+def constant_value(result: MetricResult) -> float | None:
+    """The one score every scored item has, when a judge gave at least 2 items the same score."""
+    values = {float(it.score) for it in result.items if it.ok and it.score is not None}
+    return values.pop() if is_judge(result) and result.n_scored >= 2 and len(values) == 1 else None
 
 
 def _one_sided(name: str, result: MetricResult, verdict: Verdict, thresholds: GateThresholds,
@@ -349,6 +428,7 @@ def _one_sided(name: str, result: MetricResult, verdict: Verdict, thresholds: Ga
         allowed_drop=thresholds.allowed_drop(name),
         gated=thresholds.is_gated(name),
         verdict=verdict,
+        constant_value=constant_value(result) if added else None,
     )
 
 
@@ -360,12 +440,17 @@ def _scored(result: MetricResult) -> dict[str, float] | None:
     return {it.item_id: float(it.score) for it in result.items if it.ok and it.score is not None}
 
 
+def _add_note(row: MetricComparison, note: str) -> None:
+    row.note = (row.note + "; " if row.note else "") + note
+
+
 def _compare_metric(name: str, new: MetricResult, old: MetricResult, thresholds: GateThresholds,
                     hib: dict[str, bool], seed: int) -> MetricComparison:
     row = MetricComparison(
         metric=name, old_score=old.score, new_score=new.score, n_old=old.n_scored, n_new=new.n_scored,
         higher_is_better=is_higher_better(name, new, thresholds, hib),
         allowed_drop=thresholds.allowed_drop(name), gated=thresholds.is_gated(name), verdict="inconclusive",
+        constant_value=constant_value(new),
     )
     new_scores, old_scores = _scored(new), _scored(old)
     if new_scores is None or old_scores is None:
@@ -398,15 +483,44 @@ def _compare_metric(name: str, new: MetricResult, old: MetricResult, thresholds:
                         else "no item ids in common: compared unpaired")
         enough = min(len(new_values), len(old_values)) >= 2
     row.diff, row.diff_low, row.diff_high = diff, low, high
+    _labelled_interval(row, new, old)
+    if row.constant_value is not None and constant_value(old) is not None:
+        row.verdict = "constant"
+        row.gated = False
+        _add_note(row, f"constant judge ({_num(row.constant_value)} on every item in both runs): not gated")
+        return row
     if not enough:
         row.verdict = "inconclusive"
-        row.note = (row.note + "; " if row.note else "") + "fewer than 2 items: no interval"
+        _add_note(row, "fewer than 2 items: no interval")
         return row
+    _, low, high = row.decided_interval
     row.verdict = _verdict(low, high, row.higher_is_better, row.allowed_drop)
     gain_high = high if row.higher_is_better else -low
     if row.verdict == "unchanged" and gain_high < 0:
-        row.note = (row.note + "; " if row.note else "") + "a drop, but within the allowed drop"
+        _add_note(row, "a drop, but within the allowed drop")
+    if row.constant_value is not None:
+        _add_note(row, f"the judge gave every item {_num(row.constant_value)} in the new run")
     return row
+
+
+def _labelled_interval(row: MetricComparison, new: MetricResult, old: MetricResult) -> None:
+    """With a prediction-powered estimate in both runs, decide on the difference of those estimates.
+
+    The two runs' estimates are independent samples, so the interval of the difference combines
+    their half-widths in quadrature (a normal approximation of each interval).
+    """
+    if new.labelled is None or old.labelled is None:
+        if new.labelled is not None or old.labelled is not None:
+            _add_note(row, "human labels in one run only: decided on the judge's interval")
+        return
+    half_new = (new.labelled.ci_high - new.labelled.ci_low) / 2
+    half_old = (old.labelled.ci_high - old.labelled.ci_low) / 2
+    diff = new.labelled.score - old.labelled.score
+    half = math.hypot(half_new, half_old)
+    row.basis = "labelled"
+    row.labelled_diff, row.labelled_low, row.labelled_high = diff, diff - half, diff + half
+    _add_note(row, f"decided on the prediction-powered estimates ({new.labelled.method}, "
+                   f"{new.labelled.n_labels} and {old.labelled.n_labels} human labels)")
 
 
 def _verdict(low: float, high: float, higher_is_better: bool, allowed_drop: float) -> Verdict:

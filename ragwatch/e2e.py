@@ -29,7 +29,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from ragwatch.results import ItemScore, MetricResult
+from ragwatch.results import ItemScore, MetricInfo, MetricResult
 from ragwatch.types import RagAnswer
 
 TableName = Literal["bad_answers", "bad_immediate_responses", "good_responses"]
@@ -278,6 +278,9 @@ def _failure_rate(name: str, results: list[E2ETestResult]) -> MetricResult:
     errors = sum(r.error is not None for r in results)
     failures = sum(not r.passed and r.error is None for r in results)
     details = {"tests": len(results), "passed": sum(r.passed for r in results), "keyword_failures": failures,
-               "errors": errors, "lower_is_better": True,
-               "failure_rate_counting_errors": (failures + errors) / len(results)}
-    return MetricResult.from_items(name, items, details=details)
+               "errors": errors, "failure_rate_counting_errors": (failures + errors) / len(results)}
+    return MetricResult.from_items(name, items, details=details, info=_FAILURE_RATE_INFO)
+
+
+_FAILURE_RATE_INFO = MetricInfo(direction="lower", binary=True,
+                                description="share of keyword tests that failed (1 = failed)")

@@ -15,7 +15,9 @@ from zenml.types import HTMLString, MarkdownString
 from ragwatch.artifacts import AnswerSet, EvalSet, MetricGroup, RunComparisons
 from ragwatch.compare import GateDecision, compare_runs, gate_decision
 from ragwatch.config import EvaluateConfig
+from ragwatch.evalsets import generation_samples
 from ragwatch.report import build_html_report, build_markdown_summary
+from ragwatch.system_metrics import system_metrics
 from steps.tracking import previous_evaluation, production_evaluation, run_label
 
 
@@ -44,7 +46,11 @@ def track_evaluation(
     """Compare with the previous run and the production version; promote when nothing regressed."""
     context = get_step_context()
     run = context.pipeline_run
-    metrics = {**retrieval.metrics, **e2e.metrics, **judges.metrics}
+    # the system as it ran: the contexts it used (at its own top_k) and its answers, no LLM needed
+    rag = config.system.rag
+    system = system_metrics(generation_samples(eval_set.samples), answers.answers, match=config.retrieval.match,
+                            k=rag.top_k if rag.kind == "builtin" else None)
+    metrics = {**retrieval.metrics, **system, **e2e.metrics, **judges.metrics}
     merged = MetricGroup(group="all", metrics=metrics)
 
     comparisons = RunComparisons()
@@ -79,16 +85,23 @@ def track_evaluation(
         if not is_production:
             model_version.set_stage("production", force=True)
         promoted = True
+        if production is not None:
+            # after this promotion "production" is this run; compare keeps the baseline it replaced
+            log_metadata(metadata={"promotion": {"baseline_version": str(production[0].name),
+                                                 "baseline_run_id": str(production[1].id)}}, infer_model=True)
 
     gate_metadata = {
         "promote": decision.promote,
         "promoted": promoted,
+        "status": decision.status,
         "reasons": decision.reasons,
+        "flags": decision.flags,
         "production_version": comparisons.production_version or "none",
     }
     usage = {"generator": answers.usage, "judge": judges.details.get("usage", {})}
     run_metadata = {
         "retrieval": _metadata_scores(retrieval),
+        "system_metrics": _metadata_scores(MetricGroup(group="system", metrics=system)),
         "e2e": _metadata_scores(e2e),
         "judges": _metadata_scores(judges),
         "usage": usage,

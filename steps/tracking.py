@@ -92,5 +92,31 @@ def production_evaluation(model_name: str) -> tuple[Any, Any, MetricGroup] | Non
     return (version, *found) if found else None
 
 
+def production_baseline(model_name: str, new_run_id: UUID) -> tuple[str, Any, MetricGroup] | None:
+    """(label, run, metrics) of the production evaluation to compare run `new_run_id` with.
+
+    Normally the production version's last evaluation. When that evaluation IS the new run (the run
+    that was just promoted), the baseline it replaced, recorded at promotion (`promotion` metadata),
+    so that "vs production" never compares a run with itself. None: no production to compare with.
+    """
+    version = production_version(model_name)
+    if version is None:
+        return None
+    found = version_evaluation(version)
+    if found is not None and found[0].id != new_run_id:
+        return f"production {version.name}", *found
+    promotion = version.run_metadata.get("promotion")
+    if not isinstance(promotion, dict) or "baseline_run_id" not in promotion:
+        return None  # the first production version: nothing was in production before it
+    try:
+        run = Client().get_pipeline_run(promotion["baseline_run_id"])
+    except KeyError:
+        return None
+    metrics = run_metrics(run)
+    if metrics is None or run.id == new_run_id:
+        return None
+    return f"previous production {promotion.get('baseline_version', '?')}", run, metrics
+
+
 def run_label(run: Any) -> str:
     return f"{run.name} ({run.created:%Y-%m-%d %H:%M})"

@@ -14,15 +14,19 @@ from ragwatch.compare import (
     is_higher_better,
     matches,
 )
-from ragwatch.results import ItemScore, MetricResult
+from ragwatch.results import ItemScore, LabelledEstimate, MetricInfo, MetricResult
+
+LOWER = MetricInfo(direction="lower", scale=None)
+JUDGE = MetricInfo(scale=(1.0, 5.0), prompt_version="v1")
 
 
-def result(name: str, scores, ids=None, errors: dict[str, str] | None = None, **details) -> MetricResult:
+def result(name: str, scores, ids=None, errors: dict[str, str] | None = None, info: MetricInfo | None = None,
+           **details) -> MetricResult:
     ids = ids or [f"q{i}" for i in range(len(scores))]
     errors = errors or {}
     items = [ItemScore(item_id=i, error=errors[i]) if i in errors else ItemScore(item_id=i, score=float(s))
              for i, s in zip(ids, scores, strict=True)]
-    return MetricResult.from_items(name, items, details=details)
+    return MetricResult.from_items(name, items, details=details, info=info)
 
 
 def rng(seed: int = 0) -> np.random.Generator:
@@ -95,26 +99,30 @@ def test_drop_within_the_allowance_is_not_a_regression_but_beyond_it_is():
     assert compare_runs(new, old, thresholds=tight).row("m").verdict == "regressed"
 
 
-@pytest.mark.parametrize("name", ["perplexity", "answer_perplexity", "e2e_failure_rate",
-                                  "e2e_failure_rate/smoke"])
+@pytest.mark.parametrize("name", ["perplexity", "e2e_failure_rate/smoke"])
 def test_lower_is_better_metrics_are_mirrored(name):
     old_values = rng(3).uniform(5, 10, 60)
-    old = {name: result(name, old_values)}
-    worse = {name: result(name, old_values + 2)}
-    better = {name: result(name, old_values - 2)}
+    old = {name: result(name, old_values, info=LOWER)}
+    worse = {name: result(name, old_values + 2, info=LOWER)}
+    better = {name: result(name, old_values - 2, info=LOWER)}
     assert compare_runs(worse, old).row(name).verdict == "regressed"
     assert compare_runs(better, old).row(name).verdict == "improved"
     assert compare_runs(worse, old).row(name).higher_is_better is False
 
 
-def test_direction_from_metric_details_and_overrides():
+def test_direction_from_metric_info_and_overrides_never_from_details():
     values = rng(4).uniform(0, 1, 50)
-    old = {"toxicity": result("toxicity", values, higher_is_better=False)}
-    new = {"toxicity": result("toxicity", values + 0.3, higher_is_better=False)}
+    old = {"toxicity": result("toxicity", values, info=LOWER)}
+    new = {"toxicity": result("toxicity", values + 0.3, info=LOWER)}
     assert compare_runs(new, old).row("toxicity").verdict == "regressed"
     # an explicit direction wins over the metric's own
     assert compare_runs(new, old, higher_is_better={"toxicity": True}).row("toxicity").verdict == "improved"
-    assert is_higher_better("x", result("x", [1], lower_is_better=True)) is False
+    assert compare_runs(new, old, thresholds=GateThresholds(lower_is_better=["nothing"])).row(
+        "toxicity").higher_is_better is False
+    # string keys in details are not read: MetricInfo is the contract
+    assert is_higher_better("x", result("x", [1], lower_is_better=True)) is True
+    assert is_higher_better("failure_rate", result("failure_rate", [1])) is True
+    assert is_higher_better("x", result("x", [1], info=LOWER)) is False
     assert is_higher_better("mrr") is True
 
 
@@ -230,9 +238,9 @@ def test_non_metric_values_are_rejected():
 
 def _mixed() -> Comparison:
     old = {"b_metric": result("b_metric", BASE), "a<b>": result("a<b>", BASE),
-           "perplexity": result("p", BASE)}
+           "perplexity": result("p", BASE, info=LOWER)}
     new = {"b_metric": result("b_metric", BASE - 0.3), "a<b>": result("a<b>", BASE),
-           "new_one": result("n", BASE), "perplexity": result("p", BASE - 0.3)}
+           "new_one": result("n", BASE), "perplexity": result("p", BASE - 0.3, info=LOWER)}
     return compare_runs(new, old, new_label="run 7", old_label="production")
 
 
@@ -264,3 +272,69 @@ def test_to_html_escapes_and_colours():
     assert "#c62828" in fragment  # regressed colour
     page = _mixed().to_html(full_page=True)
     assert page.startswith("<!DOCTYPE html>") and "<style>" in page and "<script" not in page
+
+
+def test_a_constant_judge_is_flagged_and_never_gates():
+    old = {"faithfulness": result("faithfulness", [1.0] * 40, info=JUDGE)}
+    new = {"faithfulness": result("faithfulness", [1.0] * 40, info=JUDGE)}
+    th = GateThresholds(gated_metrics=["faithfulness"], inconclusive="hold")
+    cmp = compare_runs(new, old, thresholds=th)
+    row = cmp.row("faithfulness")
+    assert row.verdict == "constant" and not row.gated and row.constant_value == 1.0
+    decision = gate_decision(cmp, th)
+    assert decision.promote and any("every item 1.000" in f and "does not gate" in f for f in decision.flags)
+    # a non-judge metric that is perfect everywhere is a measurement, not a constant judge
+    perfect = {"system/hit_rate": result("system/hit_rate", [1.0] * 40)}
+    assert compare_runs(perfect, perfect).row("system/hit_rate").verdict == "unchanged"
+
+
+def test_a_judge_that_becomes_constant_still_gates():
+    old = {"faithfulness": result("faithfulness", rng(7).integers(3, 6, 60), info=JUDGE)}
+    new = {"faithfulness": result("faithfulness", [1.0] * 60, info=JUDGE)}
+    th = GateThresholds(gated_metrics=["faithfulness"])
+    cmp = compare_runs(new, old, thresholds=th)
+    assert cmp.row("faithfulness").verdict == "regressed" and cmp.row("faithfulness").gated
+    decision = gate_decision(cmp, th)
+    assert not decision.promote and decision.status == "regressed"
+    assert any("in the new run" in f for f in decision.flags)
+
+
+@pytest.mark.parametrize(("rule", "n", "promote", "status"), [
+    ("promote", 10, True, "promote"),
+    ("hold", 80, False, "hold"),
+    ("min_n", 10, False, "hold"),
+    ("min_n", 80, True, "promote"),
+])
+def test_the_teams_inconclusive_rule(rule, n, promote, status):
+    z = rng(8).normal(size=n)
+    old = {"m": result("m", BASE[:n])}
+    new = {"m": result("m", BASE[:n] + 0.1 * (z - z.mean()) / z.std())}  # mean 0, wide interval
+    th = GateThresholds(inconclusive=rule, min_n=30)
+    cmp = compare_runs(new, old, thresholds=th)
+    assert cmp.row("m").verdict == "inconclusive"
+    decision = gate_decision(cmp, th)
+    assert (decision.promote, decision.status) == (promote, status)
+    if not promote:
+        assert decision.reasons[0].startswith("m inconclusive") and "add questions" in decision.reasons[-1]
+
+
+def test_human_labels_decide_when_both_runs_have_them():
+    def labelled(score: float) -> LabelledEstimate:
+        return LabelledEstimate(method="ppi++", score=score, ci_low=score - 0.03, ci_high=score + 0.03,
+                                n_labels=200, n_items=400)
+
+    # the judge sees no change, the prediction-powered estimate a clear drop
+    old = result("correctness", BASE, info=JUDGE).model_copy(update={"labelled": labelled(0.80)})
+    new = result("correctness", BASE, info=JUDGE).model_copy(update={"labelled": labelled(0.70)})
+    th = GateThresholds(default_allowed_drop=0.02)
+    cmp = compare_runs({"correctness": new}, {"correctness": old}, thresholds=th)
+    row = cmp.row("correctness")
+    assert row.basis == "labelled" and row.verdict == "regressed" and row.diff == 0
+    assert row.labelled_diff == pytest.approx(-0.1)
+    assert row.labelled_high == pytest.approx(-0.1 + 0.03 * 2 ** 0.5)
+    (reason,) = gate_decision(cmp, th).reasons
+    assert "human labels" in reason and "-0.100" in reason
+    assert "labelled -0.100" in cmp.to_text()
+    # labels in one run only: the judge's interval decides, and the row says why
+    one = compare_runs({"correctness": new}, {"correctness": result("correctness", BASE, info=JUDGE)})
+    assert one.row("correctness").basis == "judge" and "one run only" in one.row("correctness").note
