@@ -1,8 +1,15 @@
 """The index: chunks, their vectors and a BM25 model; exact vector, BM25 and hybrid search.
 
 Vector search is exact (cosine over all chunks, no approximation), so retrieval figures measure
-the embedding model, not an ANN structure. Hybrid search fuses the vector and BM25 rankings with
-reciprocal rank fusion (RRF). Ties break by chunk order, so every ranking is deterministic.
+the embedding model, not an ANN structure. Many queries are scored as blocks of matrix products
+(dense for vectors, sparse for BM25), then every candidate near the top is re-scored on its own in
+float64, so a query's ranking never depends on which other queries share its block. Hybrid search
+fuses the vector and BM25 rankings with reciprocal rank fusion (RRF). Ties break by chunk order,
+so every ranking is deterministic.
+
+BM25 is the Lucene variant (bm25s; k1=1.5, b=0.75) over words that are lowercased, split at
+non-letters, stripped of Lucene's English stop words and Snowball-stemmed (PyStemmer), by default;
+`BM25Settings` picks another, and `index.bm25_variant` says which one runs.
 
 Example:
     >>> embedder = get_embedder(EmbeddingSettings())
@@ -10,6 +17,7 @@ Example:
     >>> hits = index.search("How do I register a stack?", k=5, mode="hybrid", embedder=embedder)
     >>> [(h.rank, h.chunk.source) for h in hits]
     >>> index.save("out/index"); same = Index.load("out/index")
+    >>> bigger = Index.build(new_chunks, embedder, previous=index)  # embeds only the new chunk ids
 """
 
 from __future__ import annotations
@@ -17,33 +25,47 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import threading
+import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
 
 from ragwatch.embeddings import Embedder
 from ragwatch.types import Chunk, SearchHit
 
 SearchMode = Literal["vector", "bm25", "hybrid"]
 SEARCH_MODES: tuple[str, ...] = ("vector", "bm25", "hybrid")
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2 records the BM25 variant; 1 (without it) still loads, with the default variant
 RRF_K = 60
 HYBRID_MIN_DEPTH = 50
-
-# Small on purpose: BM25's idf already discounts common words; this only drops pure function words.
-STOPWORDS = frozenset(
-    (
-        "a", "an", "and", "are", "as", "at", "be", "been", "but", "by", "can", "could", "did", "do", "does",
-        "for", "from", "had", "has", "have", "how", "i", "if", "in", "into", "is", "it", "its", "me", "my",
-        "no", "not", "of", "on", "or", "our", "so", "than", "that", "the", "their", "them", "then", "there",
-        "these", "they", "this", "to", "was", "we", "were", "what", "when", "where", "which", "who", "why",
-        "will", "with", "would", "you", "your"
-    )
-)
+# Score-matrix cells per block of queries (float32: 64 MB): 1,000 queries over 100k chunks take 6 blocks.
+BLOCK_CELLS = 1 << 24
 _WORD = re.compile(r"[^\W_]+")  # letters and digits; `log_metadata` -> `log`, `metadata`
+
+
+class BM25Settings(BaseModel):
+    """Which BM25 runs. The default is the standard one (as Lucene's EnglishAnalyzer and bm25s):
+    Snowball English stemming and Lucene's 33 English stop words. `none` turns either off."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    stemmer: Literal["snowball", "none"] = "snowball"
+    stopwords: Literal["english", "none"] = "english"
+    k1: float = Field(default=1.5, ge=0)
+    b: float = Field(default=0.75, ge=0, le=1)
+
+    def describe(self) -> str:
+        """One line for reports, e.g. 'BM25 (Lucene, k1=1.5, b=0.75), Snowball English stemmer, ...'."""
+        stem = "Snowball English stemmer" if self.stemmer == "snowball" else "no stemming"
+        stop = "Lucene English stop words" if self.stopwords == "english" else "no stop words"
+        return f"BM25 (Lucene, k1={self.k1:g}, b={self.b:g}), {stem}, {stop}"
 
 
 class RagIndexError(ValueError):
@@ -62,14 +84,56 @@ class CorruptIndexError(RagIndexError):
     """A saved index is incomplete or inconsistent."""
 
 
-def tokenize(text: str) -> list[str]:
-    """Lowercase words without stopwords, for BM25."""
-    return [w for w in _WORD.findall(text.lower()) if w not in STOPWORDS]
+@dataclass(frozen=True)
+class BuildStats:
+    """What `Index.build` did: chunks embedded, vectors reused from a previous index, seconds."""
+
+    embedded: int
+    reused: int
+    seconds: float
 
 
-def fingerprint(chunk_ids: Sequence[str], embedding_identity: str) -> str:
-    """sha256 over the embedding identity and the chunk ids, in order."""
+class Analyzer:
+    """Text -> BM25 terms for one `BM25Settings`; stems are cached per distinct word."""
+
+    def __init__(self, settings: BM25Settings) -> None:
+        from bm25s.stopwords import STOPWORDS_EN  # Lucene's English stop-word list
+
+        self.stopwords = frozenset(STOPWORDS_EN) if settings.stopwords == "english" else frozenset()
+        self._stems: dict[str, str] | None = None
+        self._stemmer: Any = None
+        if settings.stemmer == "snowball":
+            try:
+                import Stemmer  # PyStemmer: the Snowball stemmers in C
+            except ImportError as exc:
+                raise RagIndexError(
+                    "BM25 with stemmer 'snowball' needs PyStemmer: run `pip install PyStemmer`, "
+                    "or set bm25: {stemmer: none} in the config"
+                ) from exc
+            self._stemmer = Stemmer.Stemmer("english")
+            self._stems = {}
+
+    def __call__(self, text: str) -> list[str]:
+        words = [w for w in _WORD.findall(text.lower()) if w not in self.stopwords]
+        if self._stems is None:
+            return words
+        stems = self._stems
+        new = [w for w in dict.fromkeys(words) if w not in stems]
+        if new:
+            stems.update(zip(new, self._stemmer.stemWords(new), strict=True))
+        return [stems[w] for w in words]
+
+
+def tokenize(text: str, settings: BM25Settings | None = None) -> list[str]:
+    """The BM25 terms of `text` (default settings: lowercased, stop words dropped, stemmed)."""
+    return Analyzer(settings or BM25Settings())(text)
+
+
+def fingerprint(chunk_ids: Sequence[str], embedding_identity: str, bm25: BM25Settings | None = None) -> str:
+    """sha256 over the embedding identity, the BM25 variant (when given) and the chunk ids, in order."""
     digest = hashlib.sha256(embedding_identity.encode())
+    if bm25 is not None:
+        digest.update(b"\nbm25:" + bm25.model_dump_json().encode())
     for chunk_id in chunk_ids:
         digest.update(b"\n" + chunk_id.encode())
     return digest.hexdigest()
@@ -103,10 +167,25 @@ def rrf_fuse(rankings: Sequence[Sequence[int]], k_rrf: int = RRF_K) -> list[tupl
     return sorted(fused.items(), key=lambda pair: (-pair[1], pair[0]))
 
 
-class Index:
-    """Chunks, a float32 matrix of unit vectors (one row per chunk), the embedding identity, and BM25."""
+def _blocks(n_queries: int, n_chunks: int) -> Iterator[slice]:
+    size = max(1, BLOCK_CELLS // max(n_chunks, 1))
+    for start in range(0, n_queries, size):
+        yield slice(start, min(start + size, n_queries))
 
-    def __init__(self, chunks: Sequence[Chunk], vectors: np.ndarray, embedding_identity: str) -> None:
+
+class Index:
+    """Chunks, a float32 matrix of unit vectors (one row per chunk), the embedding identity, and BM25.
+
+    BM25 is built on first use (loading an index to reuse its vectors does not pay for it).
+    """
+
+    def __init__(
+        self,
+        chunks: Sequence[Chunk],
+        vectors: np.ndarray,
+        embedding_identity: str,
+        bm25: BM25Settings | None = None,
+    ) -> None:
         chunks = list(chunks)
         vectors = np.ascontiguousarray(vectors, dtype=np.float32)
         if vectors.ndim != 2 or vectors.shape[0] != len(chunks):
@@ -118,24 +197,62 @@ class Index:
         self._chunks = chunks
         self.vectors = vectors
         self.embedding_identity = embedding_identity
+        self.bm25_settings = bm25 or BM25Settings()
         self._position = {cid: i for i, cid in enumerate(ids)}
-        self.fingerprint = fingerprint(ids, embedding_identity)
-        self._bm25 = self._build_bm25(chunks)
+        self.fingerprint = fingerprint(ids, embedding_identity, self.bm25_settings)
+        self.build_stats: BuildStats | None = None
+        self._bm25_lock = threading.Lock()
 
     # ------------------------------------------------------------------ construction
 
     @classmethod
-    def build(cls, chunks: Sequence[Chunk], embedder: Embedder, progress: bool = False) -> Index:
-        """Embed every chunk and index it. Raises EmptyIndexError when there are no chunks."""
+    def build(
+        cls,
+        chunks: Sequence[Chunk],
+        embedder: Embedder,
+        progress: bool = False,
+        *,
+        bm25: BM25Settings | None = None,
+        previous: Index | None = None,
+    ) -> Index:
+        """Embed every chunk and index it. Raises EmptyIndexError when there are no chunks.
+
+        With `previous` (an index of the same embedding identity) chunks whose id is already there
+        keep its vector and only the others are embedded: an id is a hash of source, position and
+        text, so an unchanged chunk has the same id. A previous index of another identity is not used.
+        """
+        started = time.perf_counter()
         chunks = list(chunks)
         if not chunks:
             raise EmptyIndexError("no chunks to index: check that the corpus paths hold documents")
-        texts = [c.text for c in chunks]
+        vectors = np.zeros((len(chunks), embedder.dim), dtype=np.float32)
+        todo = list(range(len(chunks)))
+        if previous is not None and previous.embedding_identity == embedder.identity:
+            if previous.dim != embedder.dim:
+                raise ValueError(
+                    f"the previous index has dimension {previous.dim}, the embedder {embedder.dim}, "
+                    f"under the same identity {embedder.identity!r}: rebuild without the previous index"
+                )
+            known = [previous._position.get(c.id) for c in chunks]
+            reuse = [i for i, j in enumerate(known) if j is not None]
+            if reuse:
+                vectors[reuse] = previous.vectors[[known[i] for i in reuse]]
+            todo = [i for i, j in enumerate(known) if j is None]
+        if todo:
+            vectors[todo] = cls._embed([chunks[i].text for i in todo], embedder, progress)
+        index = cls(chunks, vectors, embedder.identity, bm25)
+        index.build_stats = BuildStats(
+            embedded=len(todo), reused=len(chunks) - len(todo), seconds=time.perf_counter() - started
+        )
+        return index
+
+    @staticmethod
+    def _embed(texts: list[str], embedder: Embedder, progress: bool) -> np.ndarray:
         if progress:
             from tqdm.auto import tqdm
 
-            # Slices of a few batches keep the bar moving without hurting the embedder's batching.
-            step = 256
+            # Slices of many batches keep the bar moving without hurting the embedder's batching.
+            step = 1024
             parts = []
             with tqdm(total=len(texts), desc="embedding chunks", unit="chunk") as bar:
                 for start in range(0, len(texts), step):
@@ -144,23 +261,12 @@ class Index:
             vectors = np.vstack(parts)
         else:
             vectors = embedder.embed(texts)
-        if vectors.shape != (len(chunks), embedder.dim):
+        if vectors.shape != (len(texts), embedder.dim):
             raise ValueError(
                 f"embedder {embedder.identity!r} returned shape {vectors.shape}, "
-                f"expected {(len(chunks), embedder.dim)}"
+                f"expected {(len(texts), embedder.dim)}"
             )
-        return cls(chunks, vectors, embedder.identity)
-
-    @staticmethod
-    def _build_bm25(chunks: list[Chunk]) -> Any:  # bm25s.BM25, or None when there is no word
-        import bm25s
-
-        corpus = [tokenize(c.text) for c in chunks]
-        if not any(corpus):
-            return None  # no indexable word at all: every BM25 score is 0
-        model = bm25s.BM25()
-        model.index(corpus, show_progress=False)
-        return model
+        return vectors
 
     # ------------------------------------------------------------------ accessors
 
@@ -177,6 +283,11 @@ class Index:
     @property
     def dim(self) -> int:
         return int(self.vectors.shape[1])
+
+    @property
+    def bm25_variant(self) -> str:
+        """Which BM25 runs, in words (for reports and metadata)."""
+        return self.bm25_settings.describe()
 
     def get_chunk(self, chunk_id: str) -> Chunk:
         try:
@@ -203,7 +314,7 @@ class Index:
         mode: SearchMode = "vector",
         embedder: Embedder | None = None,
     ) -> list[list[SearchHit]]:
-        """`search` for many queries; the queries are embedded together, in the embedder's batches."""
+        """`search` for many queries: embedded together, scored in blocks of matrix products."""
         if isinstance(queries, str):
             raise TypeError("search_many() takes a list of queries; use search() for one")
         queries = list(queries)
@@ -211,24 +322,24 @@ class Index:
         if not queries:
             return []
         depth = max(k, HYBRID_MIN_DEPTH) if mode == "hybrid" else k
-        vector_scores = self._vector_scores(queries, embedder) if mode != "bm25" else None
-        results: list[list[SearchHit]] = []
-        for qi, query in enumerate(queries):
-            if mode == "vector":
-                assert vector_scores is not None
-                scores = vector_scores[qi]
-                ranked = [(int(i), float(scores[i])) for i in top_k(scores, k)]
-            elif mode == "bm25":
-                ranked = self._bm25_ranking(query, k)
-            else:
-                assert vector_scores is not None
-                vec = [int(i) for i in top_k(vector_scores[qi], depth)]
-                lex = [i for i, _ in self._bm25_ranking(query, depth)]
-                ranked = rrf_fuse([vec, lex])[:k]
-            results.append(
-                [SearchHit(chunk=self._chunks[i], score=s, rank=r) for r, (i, s) in enumerate(ranked, 1)]
-            )
-        return results
+        vec: list[list[tuple[int, float]]] = []
+        lex: list[list[tuple[int, float]]] = []
+        if mode != "bm25":
+            vec = self.vector_rankings(self._embed_queries(queries, embedder), depth)
+        if mode != "vector":
+            lex = self.bm25_rankings(queries, depth)
+        if mode == "vector":
+            ranked = vec
+        elif mode == "bm25":
+            ranked = lex
+        else:
+            ranked = [
+                rrf_fuse([[i for i, _ in v], [i for i, _ in b]])[:k] for v, b in zip(vec, lex, strict=True)
+            ]
+        return [
+            [SearchHit(chunk=self._chunks[i], score=s, rank=r) for r, (i, s) in enumerate(row, 1)]
+            for row in ranked
+        ]
 
     def _check_search(self, k: int, mode: str, embedder: Embedder | None) -> None:
         if not isinstance(k, int) or isinstance(k, bool) or k < 1:
@@ -248,30 +359,119 @@ class Index:
                 f"embedding model in the config back to {self.embedding_identity!r}"
             )
 
-    def _vector_scores(self, queries: list[str], embedder: Embedder | None) -> np.ndarray:
+    def _embed_queries(self, queries: list[str], embedder: Embedder | None) -> np.ndarray:
         assert embedder is not None
         query_vectors = embedder.embed(queries)
         if query_vectors.shape != (len(queries), self.dim):
             raise ValueError(
                 f"query vectors of shape {query_vectors.shape}, expected ({len(queries)}, {self.dim})"
             )
-        # One matrix-vector product per query: the scores of a query never depend on its batch.
-        return np.stack([self.vectors @ q for q in query_vectors])
+        return query_vectors
+
+    @cached_property
+    def _max_norm(self) -> float:
+        return float(np.linalg.norm(self.vectors, axis=1).max(initial=0.0))
+
+    def vector_rankings(self, query_vectors: np.ndarray, depth: int) -> list[list[tuple[int, float]]]:
+        """Exact top-`depth` (chunk position, cosine) per query vector, best first, ties by position.
+
+        A float32 matrix product per block finds the candidates; each candidate within the product's
+        rounding bound of the cut-off is re-scored in float64 on its own, so the result is the exact
+        ranking whatever the block holds.
+        """
+        queries = np.ascontiguousarray(query_vectors, dtype=np.float32)
+        n, dim = self.vectors.shape
+        depth = min(depth, n)
+        # |float32 dot - exact dot| <= dim * eps/2 * |q| * |v| (Higham); twice that covers both sides.
+        slack = dim * float(np.finfo(np.float32).eps) * self._max_norm
+        results: list[list[tuple[int, float]]] = []
+        for block in _blocks(len(queries), n):
+            approx = queries[block] @ self.vectors.T
+            if depth < n:
+                cut = np.partition(approx, n - depth, axis=1)[:, n - depth]
+            for row, query in enumerate(queries[block]):
+                if depth < n:
+                    bound = slack * float(np.linalg.norm(query))
+                    candidates = np.flatnonzero(approx[row] >= cut[row] - bound)
+                else:
+                    candidates = np.arange(n)
+                exact = (self.vectors[candidates].astype(np.float64) * query.astype(np.float64)).sum(axis=1)
+                order = np.lexsort((candidates, -exact))[:depth]
+                results.append([(int(candidates[o]), float(exact[o])) for o in order])
+        return results
+
+    # ------------------------------------------------------------------ BM25
+
+    @property
+    def _bm25(self) -> tuple[Any, Any, Analyzer] | None:
+        """(term -> column, term x chunk sparse weights, analyzer), or None when no chunk has a word."""
+        with self._bm25_lock:
+            if not hasattr(self, "_bm25_model"):
+                self._bm25_model = self._build_bm25()
+            return self._bm25_model
+
+    def _build_bm25(self) -> tuple[Any, Any, Analyzer] | None:
+        import bm25s
+        import scipy.sparse as sp
+
+        analyzer = Analyzer(self.bm25_settings)
+        corpus = [analyzer(c.text) for c in self._chunks]
+        if not any(corpus):
+            return None  # no indexable word at all: every BM25 score is 0
+        model = bm25s.BM25(k1=self.bm25_settings.k1, b=self.bm25_settings.b, method="lucene")
+        model.index(corpus, show_progress=False)
+        s = model.scores
+        # bm25s keeps the chunk x term weights column by column (CSC); the same arrays read row by row
+        # are the term x chunk matrix, so a block of queries is one sparse product.
+        weights = sp.csr_matrix(
+            (s["data"], s["indices"], s["indptr"]), shape=(len(s["indptr"]) - 1, s["num_docs"])
+        )
+        return model.vocab_dict, weights, analyzer
+
+    def bm25_scores_many(self, queries: Sequence[str]) -> np.ndarray:
+        """BM25 score of every chunk for each query, shape (queries, chunks); 0 where no word occurs.
+
+        A query word repeated counts as often as it occurs, as in Lucene and bm25s.
+        """
+        model = self._bm25
+        if model is None or not queries:
+            return np.zeros((len(queries), len(self)), dtype=np.float32)
+        return self._bm25_block(list(queries), model)
+
+    def _bm25_block(self, queries: list[str], model: tuple[Any, Any, Analyzer]) -> np.ndarray:
+        import scipy.sparse as sp
+
+        vocab, weights, analyzer = model
+        rows, cols, counts = [], [], []
+        for qi, query in enumerate(queries):
+            for term, count in sorted(Counter(vocab[t] for t in analyzer(query) if t in vocab).items()):
+                rows.append(qi)
+                cols.append(term)
+                counts.append(count)
+        q = sp.csr_matrix(
+            (np.asarray(counts, dtype=np.float32), (rows, cols)), shape=(len(queries), weights.shape[0])
+        )
+        return np.asarray((q @ weights).toarray(), dtype=np.float32)
 
     def bm25_scores(self, query: str) -> np.ndarray:
         """BM25 score of every chunk for `query` (0 where no query word occurs)."""
-        scores = np.zeros(len(self), dtype=np.float32)
-        if self._bm25 is None:
-            return scores
-        ids = self._bm25.get_tokens_ids(tokenize(query))
-        if not ids:
-            return scores
-        return np.asarray(self._bm25.get_scores_from_ids(ids), dtype=np.float32)
+        return self.bm25_scores_many([query])[0]
 
-    def _bm25_ranking(self, query: str, depth: int) -> list[tuple[int, float]]:
-        # Chunks sharing no word with the query are not matches: they are left out, not ranked by order.
-        scores = self.bm25_scores(query)
-        return [(int(i), float(scores[i])) for i in top_k(scores, depth) if scores[i] > 0]
+    def bm25_rankings(self, queries: Sequence[str], depth: int) -> list[list[tuple[int, float]]]:
+        """Top-`depth` (chunk position, BM25 score) per query, best first, ties by position.
+
+        Chunks sharing no word with the query are not matches: they are left out, not ranked by order.
+        """
+        queries = list(queries)
+        model = self._bm25
+        if model is None:
+            return [[] for _ in queries]
+        results: list[list[tuple[int, float]]] = []
+        for block in _blocks(len(queries), len(self)):
+            scores = self._bm25_block(queries[block], model)
+            for row in scores:
+                results.append([(int(i), float(row[i])) for i in top_k(row, depth) if row[i] > 0])
+        return results
 
     # ------------------------------------------------------------------ persistence
 
@@ -288,6 +488,8 @@ class Index:
             "embedding_identity": self.embedding_identity,
             "dim": self.dim,
             "count": len(self),
+            "bm25": self.bm25_settings.model_dump(mode="json"),
+            "bm25_variant": self.bm25_variant,
             "fingerprint": self.fingerprint,
         }
         (directory / "meta.json").write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
@@ -295,7 +497,7 @@ class Index:
 
     @classmethod
     def load(cls, directory: str | Path) -> Index:
-        """Read an index written by `save`; BM25 is rebuilt from the chunks (it is deterministic)."""
+        """Read an index written by `save`; BM25 is rebuilt from the chunks on first use (deterministic)."""
         directory = Path(directory)
         missing = [n for n in ("meta.json", "chunks.jsonl", "vectors.npy") if not (directory / n).is_file()]
         if missing:
@@ -303,10 +505,11 @@ class Index:
                 f"{directory} is not a saved index (missing {', '.join(missing)}): build it with Index.save"
             )
         meta = json.loads((directory / "meta.json").read_text(encoding="utf-8"))
-        if meta.get("format_version") != FORMAT_VERSION:
+        version = meta.get("format_version")
+        if version not in (1, FORMAT_VERSION):
             raise CorruptIndexError(
-                f"{directory}: index format {meta.get('format_version')!r}, this ragwatch reads "
-                f"{FORMAT_VERSION}: rebuild the index"
+                f"{directory}: index format {version!r}, this ragwatch reads 1 and {FORMAT_VERSION}: "
+                "rebuild the index"
             )
         with (directory / "chunks.jsonl").open(encoding="utf-8") as f:
             chunks = [Chunk.model_validate_json(line) for line in f if line.strip()]
@@ -316,7 +519,9 @@ class Index:
                 f"{directory}: meta.json says {meta['count']} x {meta['dim']}, found {len(chunks)} chunks "
                 f"and vectors of shape {vectors.shape}: rebuild the index"
             )
-        index = cls(chunks, vectors, meta["embedding_identity"])
-        if index.fingerprint != meta["fingerprint"]:
+        # Format 1 fingerprinted chunks and identity only, and ran no other BM25 than today's default.
+        bm25 = BM25Settings.model_validate(meta["bm25"]) if version == FORMAT_VERSION else None
+        expected = fingerprint([c.id for c in chunks], meta["embedding_identity"], bm25)
+        if expected != meta["fingerprint"]:
             raise CorruptIndexError(f"{directory}: fingerprint mismatch (files changed): rebuild the index")
-        return index
+        return cls(chunks, vectors, meta["embedding_identity"], bm25)

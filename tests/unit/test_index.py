@@ -9,8 +9,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from ragwatch import index as index_module
 from ragwatch.embeddings import EmbeddingSettings, get_embedder
 from ragwatch.index import (
+    BM25Settings,
     CorruptIndexError,
     EmbeddingMismatchError,
     EmptyIndexError,
@@ -126,13 +128,65 @@ def test_bm25_scores_follow_the_lucene_formula() -> None:
         # Lucene (and bm25s) drop the constant (k1 + 1) factor of the textbook formula
         return idf * tf / (tf + k1 * (1 - b + b * len(doc) / avgdl))
 
-    expected = [bm25("orchestrator", d) + bm25("store", d) for d in docs]
-    np.testing.assert_allclose(index.bm25_scores("Orchestrator STORE"), expected, rtol=1e-5)
+    terms = tokenize("Orchestrators STORE")
+    assert terms == ["orchestr", "store"]
+    expected = [sum(bm25(t, d) for t in terms) for d in docs]
+    np.testing.assert_allclose(index.bm25_scores("Orchestrators STORE"), expected, rtol=1e-5)
+    # a repeated query word counts twice, as in Lucene and bm25s
+    np.testing.assert_allclose(
+        index.bm25_scores("store store"), [2 * bm25("store", d) for d in docs], rtol=1e-5
+    )
 
 
-def test_tokenize_lowercases_splits_identifiers_and_drops_stopwords() -> None:
-    words = tokenize("How do I call log_metadata() in ZenML 0.60?")
-    assert words == ["call", "log", "metadata", "zenml", "0", "60"]
+def test_tokenize_lowercases_splits_identifiers_stems_and_drops_stopwords() -> None:
+    assert tokenize("The runner is running log_metadata() in ZenML 0.60") == [
+        "runner", "run", "log", "metadata", "zenml", "0", "60"
+    ]
+    plain = BM25Settings(stemmer="none", stopwords="none")
+    assert tokenize("The runner is running", plain) == ["the", "runner", "is", "running"]
+    assert tokenize("The stores", BM25Settings(stemmer="none")) == ["stores"]
+
+
+def test_bm25_variant_changes_matches_and_is_recorded(tmp_path: Path) -> None:
+    texts = ["The pipeline runs nightly.", "Running a pipeline", "the the the", "unrelated words here"]
+    stemmed = Index.build(make_chunks(texts), TableEmbedder({}))
+    plain_settings = BM25Settings(stemmer="none", stopwords="none")
+    plain = Index.build(make_chunks(texts), TableEmbedder({}), bm25=plain_settings)
+    assert [h.chunk.id for h in stemmed.search("run", k=4, mode="bm25")] == ["c1", "c0"]  # shorter first
+    assert plain.search("run", k=4, mode="bm25") == []
+    assert stemmed.search("the", k=4, mode="bm25") == []  # a stop word
+    assert plain.search("the", k=4, mode="bm25")[0].chunk.id == "c2"
+    assert stemmed.bm25_variant == (
+        "BM25 (Lucene, k1=1.5, b=0.75), Snowball English stemmer, Lucene English stop words"
+    )
+    assert plain.bm25_variant == "BM25 (Lucene, k1=1.5, b=0.75), no stemming, no stop words"
+    assert stemmed.fingerprint != plain.fingerprint  # BM25 results differ, so the index is another one
+    plain.save(tmp_path / "plain")
+    meta = json.loads((tmp_path / "plain" / "meta.json").read_text())
+    assert meta["bm25"]["stemmer"] == "none" and meta["bm25_variant"] == plain.bm25_variant
+    loaded = Index.load(tmp_path / "plain")
+    assert loaded.bm25_settings == plain.bm25_settings and loaded.fingerprint == plain.fingerprint
+    with pytest.raises(ValueError, match="stemmer"):
+        BM25Settings(stemmer="porter")  # type: ignore[arg-type]
+
+
+def test_format_1_indexes_still_load_with_the_default_bm25(tmp_path: Path) -> None:
+    chunks = make_chunks(BM25_TEXTS)
+    index = Index.build(chunks, TableEmbedder({}))
+    index.save(tmp_path / "old")
+    meta_path = tmp_path / "old" / "meta.json"
+    meta = json.loads(meta_path.read_text())
+    for key in ("bm25", "bm25_variant"):
+        del meta[key]
+    meta["format_version"] = 1
+    meta["fingerprint"] = index_module.fingerprint([c.id for c in chunks], meta["embedding_identity"])
+    meta_path.write_text(json.dumps(meta))
+    loaded = Index.load(tmp_path / "old")
+    assert loaded.bm25_settings == BM25Settings() and loaded.chunks == chunks
+    meta["format_version"] = 7
+    meta_path.write_text(json.dumps(meta))
+    with pytest.raises(CorruptIndexError, match="format 7"):
+        Index.load(tmp_path / "old")
 
 
 def test_rrf_fusion_on_hand_worked_ranks() -> None:
@@ -252,3 +306,114 @@ def test_real_local_embedder_finds_the_paraphrased_chunk() -> None:
     assert hits[0].chunk.id == "c2"
     hits = index.search("What does a stack contain?", k=1, mode="hybrid", embedder=embedder)
     assert hits[0].chunk.id == "c3"
+
+
+# ---------------------------------------------------------------------- blocked search = exact search
+
+
+def exact_ranking(scores: list[float], depth: int) -> list[int]:
+    """The reference: one query at a time, sorted by score, ties by chunk order."""
+    return sorted(range(len(scores)), key=lambda i: (-scores[i], i))[:depth]
+
+
+@pytest.mark.parametrize("block_cells", [1, 5_000, 1 << 24])  # one query per block .. all in one
+def test_blocked_vector_search_is_exact_search_ties_included(
+    monkeypatch: pytest.MonkeyPatch, block_cells: int
+) -> None:
+    monkeypatch.setattr(index_module, "BLOCK_CELLS", block_cells)
+    rng = np.random.default_rng(7)
+    # Coarse values (multiples of 1/4) repeated across rows: many exact ties, exactly representable dots.
+    distinct = rng.integers(-2, 3, size=(30, 24)) / 4
+    vectors = distinct[rng.integers(0, 30, size=400)].astype(np.float32)
+    queries = (rng.integers(-2, 3, size=(60, 24)) / 4).astype(np.float32)
+    queries[10] = queries[3]  # a repeated query must get the same ranking in another block position
+    index = Index(make_chunks([f"t{i}" for i in range(400)]), vectors, "test/table")
+    got = index.vector_rankings(queries, depth=25)
+    n_ties = 0
+    for q, ranked in zip(queries.astype(np.float64), got, strict=True):
+        reference = [float(np.dot(v, q)) for v in vectors.astype(np.float64)]
+        assert [i for i, _ in ranked] == exact_ranking(reference, 25)
+        assert [s for _, s in ranked] == [reference[i] for i, _ in ranked]
+        n_ties += len(ranked) - len({s for _, s in ranked})
+    assert n_ties > 100  # the data really exercises ties
+    assert got[10] == got[3]
+
+
+def test_blocked_vector_search_matches_float64_brute_force_on_random_vectors(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(index_module, "BLOCK_CELLS", 3_000)
+    rng = np.random.default_rng(3)
+    vectors = rng.standard_normal((1_500, 64)).astype(np.float32)  # not unit: the bound scales with norms
+    queries = rng.standard_normal((40, 64)).astype(np.float32)
+    index = Index(make_chunks([f"t{i}" for i in range(1_500)]), vectors, "test/table")
+    for q, ranked in zip(queries, index.vector_rankings(queries, depth=10), strict=True):
+        reference = (vectors.astype(np.float64) @ q.astype(np.float64)).tolist()
+        assert [i for i, _ in ranked] == exact_ranking(reference, 10)
+
+
+@pytest.mark.parametrize("block_cells", [1, 1 << 24])
+def test_blocked_bm25_is_per_query_bm25s_ties_included(monkeypatch: pytest.MonkeyPatch, block_cells: int) -> None:
+    monkeypatch.setattr(index_module, "BLOCK_CELLS", block_cells)
+    rng = np.random.default_rng(11)
+    words = [f"w{i}" for i in range(12)]
+    # few words, short texts, many repeats: plenty of documents with equal scores
+    texts = [" ".join(rng.choice(words, size=int(rng.integers(1, 5)))) for _ in range(300)]
+    index = Index(make_chunks(texts), np.zeros((300, 4), dtype=np.float32), "test/table")
+    queries = [" ".join(rng.choice(words, size=int(rng.integers(1, 4)))) for _ in range(50)] + ["zzz", "w1 w1"]
+    import bm25s
+
+    reference_model = bm25s.BM25(k1=1.5, b=0.75, method="lucene")
+    reference_model.index([tokenize(t) for t in texts], show_progress=False)
+    got = index.bm25_rankings(queries, depth=20)
+    n_ties = 0
+    for query, ranked in zip(queries, got, strict=True):
+        ids = reference_model.get_tokens_ids(tokenize(query))
+        reference = reference_model.get_scores_from_ids(ids).astype(np.float64) if ids else np.zeros(300)
+        np.testing.assert_allclose(index.bm25_scores(query), reference, rtol=1e-6)
+        expected = [i for i in exact_ranking(reference.tolist(), 20) if reference[i] > 0]
+        assert [i for i, _ in ranked] == expected
+        n_ties += len(ranked) - len({s for _, s in ranked})
+    assert n_ties > 100
+    assert got[-2] == []  # no word of the query is in the corpus
+    assert index.search_many(queries, k=20, mode="bm25") == [index.search(q, k=20, mode="bm25") for q in queries]
+
+
+# ---------------------------------------------------------------------- incremental builds
+
+
+class RecordingEmbedder(TableEmbedder):
+    def __init__(self, identity: str = "test/table") -> None:
+        super().__init__({}, identity=identity)
+        self.texts: list[str] = []
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        self.texts.extend(texts)
+        return super().embed(texts)
+
+
+def test_build_with_a_previous_index_embeds_only_new_chunks() -> None:
+    old_chunks = make_chunks([f"old text {i}" for i in range(100)])
+    first = Index.build(old_chunks, RecordingEmbedder())
+    assert first.build_stats is not None and first.build_stats.embedded == 100
+    changed = [c.model_copy(update={"id": f"new{i}", "text": f"changed text {i}"}) for i, c in
+               enumerate(old_chunks[:3])]
+    added = Chunk(id="added", document_id="new.md", source="new.md", text="a new file", start=0, end=10)
+    new_chunks = [*changed, *old_chunks[3:], added]
+    embedder = RecordingEmbedder()
+    second = Index.build(new_chunks, embedder, previous=first)
+    # the embedder saw only the new chunks
+    assert sorted(embedder.texts) == sorted([added.text, *(c.text for c in changed)])
+    assert second.build_stats is not None
+    assert (second.build_stats.embedded, second.build_stats.reused) == (4, 97)
+    full = Index.build(new_chunks, RecordingEmbedder())
+    np.testing.assert_allclose(second.vectors, full.vectors, atol=1e-6)
+    assert second.fingerprint == full.fingerprint
+    # another vector space: nothing is reused
+    other = RecordingEmbedder(identity="test/other")
+    rebuilt = Index.build(new_chunks, other, previous=first)
+    assert len(other.texts) == 101 and rebuilt.build_stats is not None and rebuilt.build_stats.reused == 0
+    # nothing changed: nothing is embedded
+    idle = RecordingEmbedder()
+    Index.build(new_chunks, idle, previous=second)
+    assert idle.texts == []
