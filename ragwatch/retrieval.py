@@ -1,10 +1,21 @@
-"""Retrieval metrics: which retrieved chunks are relevant, and how well each ranking did.
+"""Retrieval metrics: which retrieved chunks (or documents) are relevant, and how well each ranking did.
 
 Relevance comes from each sample's `RelevantItem`s (chunk id, document path, URL or reference text,
 with a grade). A retrieved chunk is matched against them (`MatchSettings`); each relevant item is
 credited at most once, at the first retrieved chunk that matches it, so several chunks of one
 relevant document count once and recall stays <= 1. The list order of a ranking is authoritative
 (ties in score are not re-sorted). A question without relevant items is an explicit failure, not a 0.
+
+What is ranked: when a question's relevance is by document (document paths or URLs), the chunk
+ranking becomes a document ranking first: each document takes the rank of its best chunk ("MaxP"),
+so a long document's later chunks do not take ranking slots and count as misses. This is how
+document-labelled benchmarks (BEIR, MS MARCO documents) are scored. `MatchSettings.rank_unit`
+chooses: `auto` (documents for document/URL labels, chunks for chunk-id and text labels),
+`document` or `chunk`. Search deeper than the largest k for this (`rankings_with_documents`).
+
+With the corpus given (`corpus_chunks` or `corpus_sources`), a label that matches nothing in the
+index is dropped, a question left without labels fails with the reason, and when most labels match
+nothing the report warns, naming the relevance kind used and the kind the labels look like.
 
 Measures follow the usual IR definitions (the same as `ranx`/trec_eval): precision@k divides by k
 even when fewer than k chunks came back; nDCG uses gain = grade / log2(rank + 1) with the ideal DCG
@@ -20,9 +31,11 @@ Example:
 from __future__ import annotations
 
 import hashlib
+import logging
 import math
 import re
-from collections.abc import Iterable, Sequence
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, Literal
@@ -35,8 +48,12 @@ from ragwatch.results import ItemScore, MetricResult
 from ragwatch.types import Chunk, EvalSample, RelevantItem, RetrievedContext, SearchHit
 
 MatchOn = Literal["auto", "chunk_id", "document", "url", "text"]
+RankUnit = Literal["auto", "document", "chunk"]
 DEFAULT_KS = (1, 3, 5, 10)
 NO_LABELS = "no relevance labels: the sample has no relevant item (grade > 0) to match against"
+# Warn when more than this share of the checked labels matches nothing in the index.
+UNMATCHED_WARNING_SHARE = 0.5
+logger = logging.getLogger(__name__)
 
 
 class MatchSettings(BaseModel):
@@ -51,11 +68,15 @@ class MatchSettings(BaseModel):
     content in the index (e.g. a duplicate the loader skipped), so a label naming the copy matches
     chunks of the kept file. With `on="text"` (or auto and no items at all) the sample's
     `reference_contexts` are used as text items too.
+    `rank_unit` is what is ranked: `document` scores each document once, at the rank of its best
+    chunk (MaxP); `chunk` scores the chunk ranking as it is; `auto` ranks documents for samples
+    whose labels are documents/URLs and chunks otherwise.
     """
 
     model_config = ConfigDict(extra="forbid")
 
     on: MatchOn = "auto"
+    rank_unit: RankUnit = "auto"
     url_rewrites: list[tuple[str, str]] = Field(default_factory=list)
     aliases: dict[str, str] = Field(default_factory=dict)
     text_overlap: float = 0.5
@@ -196,7 +217,10 @@ def judge(sample: EvalSample, hits: Sequence[SearchHit], match: MatchSettings | 
     """Match a ranking against a sample's labels; each label is credited at most once (its first
     matching chunk); a chunk matching several labels takes the highest-graded one still open."""
     match = match or MatchSettings()
-    labels = _labels(sample, match)
+    return _judge_labels(_labels(sample, match), hits, match)
+
+
+def _judge_labels(labels: Sequence[_Label], hits: Sequence[SearchHit], match: MatchSettings) -> Judgement:
     open_labels = set(range(len(labels)))
     gains: list[float] = []
     credited: list[int | None] = []
@@ -214,6 +238,123 @@ def judge(sample: EvalSample, hits: Sequence[SearchHit], match: MatchSettings | 
             gains.append(labels[best].item.grade)
         credited.append(best)
     return Judgement(gains, [lb.item.grade for lb in labels], credited)
+
+
+# ---------------------------------------------------------------- document-level ranking (MaxP)
+
+
+def document_ranking(hits: Sequence[SearchHit]) -> list[SearchHit]:
+    """A chunk ranking as a document ranking: each document once, at its best chunk's position
+    (MaxP), ranked 1..n. The chunk kept is that best chunk, so labels still match it.
+
+    >>> [h.chunk.document_id for h in document_ranking(hits)]  # a a b a c -> a b c  # doctest: +SKIP
+    """
+    seen: set[str] = set()
+    out: list[SearchHit] = []
+    for hit in hits:
+        key = hit.chunk.document_id or hit.chunk.source
+        if key in seen:
+            continue
+        seen.add(key)
+        out.append(SearchHit.model_construct(chunk=hit.chunk, score=hit.score, rank=len(out) + 1))
+    return out
+
+
+def _n_documents(hits: Sequence[SearchHit]) -> int:
+    return len({h.chunk.document_id or h.chunk.source for h in hits})
+
+
+def rankings_with_documents(
+    search: Callable[[list[str], int], list[list[SearchHit]]], queries: Sequence[str], k: int, *, limit: int
+) -> list[list[SearchHit]]:
+    """Chunk rankings deep enough to hold `k` distinct documents each (or all `limit` chunks), so
+    that the document ranking's top k is exact. `search(queries, depth)` returns chunk rankings.
+
+    >>> rankings_with_documents(lambda qs, d: index.search_many(qs, d, "bm25"), questions, 10,
+    ...                         limit=len(index))  # doctest: +SKIP
+    """
+    queries = list(queries)
+    depth = min(limit, max(k * 4, k))
+    rankings = search(queries, depth)
+    while depth < limit:
+        short = [i for i, r in enumerate(rankings) if len(r) >= depth and _n_documents(r) < k]
+        if not short:
+            break
+        depth = min(limit, depth * 4)
+        for i, deeper in zip(short, search([queries[i] for i in short], depth), strict=True):
+            rankings[i] = deeper
+    return rankings
+
+
+def rank_unit_for(labels: Sequence[_Label], match: MatchSettings) -> Literal["document", "chunk"]:
+    """`document` when every label is a document/URL (and `rank_unit` is auto), else `chunk`."""
+    if match.rank_unit != "auto":
+        return match.rank_unit
+    return "document" if labels and all(lb.kind in ("document", "url") for lb in labels) else "chunk"
+
+
+# ---------------------------------------------------------------- labels against the index
+
+
+class CorpusLabels:
+    """What an index holds, to tell a label that can never match from a retrieval miss.
+
+    Document/URL labels are checked against the chunk sources, chunk ids against the chunk ids and
+    text labels against the chunk texts (with the same overlap rule as matching).
+    """
+
+    def __init__(self, match: MatchSettings, sources: Iterable[str] = (), chunks: Sequence[Chunk] | None = None):
+        self.match = match
+        self.chunks = list(chunks) if chunks is not None else None
+        all_sources = list(sources) + ([c.source for c in self.chunks] if self.chunks else [])
+        self.paths = {normalize_path(rewrite(s, match.url_rewrites)) for s in all_sources} - {()}
+        # every tail of every source path: a label path equal to one of them suffix-matches
+        self._tails = {p[i:] for p in self.paths for i in range(len(p))}
+        self.ids = {c.id for c in self.chunks} if self.chunks is not None else None
+
+    def _path_known(self, path: tuple[str, ...]) -> bool:
+        return bool(path) and (path in self._tails or any(path[i:] in self.paths for i in range(len(path))))
+
+    def holds(self, label: _Label) -> bool | None:
+        """Whether anything in the index can match `label`; None when the corpus cannot tell."""
+        if label.kind in ("document", "url"):
+            return any(self._path_known(p) for p in label.paths) if self.paths else None
+        if self.chunks is None:
+            return None
+        if label.kind == "chunk_id":
+            return label.text in (self.ids or set())
+        return any(text_overlap(label.text, c.text) >= self.match.text_overlap for c in self.chunks)
+
+    def looks_like(self, value: str) -> str | None:
+        """The relevance kind a value that matched nothing would match as, if any."""
+        if self._path_known(normalize_path(rewrite(value, self.match.url_rewrites))):
+            return "url" if "://" in value else "document"
+        if self.ids is not None and value in self.ids:
+            return "chunk_id"
+        if len(_TOKEN.findall(value)) >= 8 and self.chunks is not None and any(
+            text_overlap(value, c.text) >= self.match.text_overlap for c in self.chunks
+        ):
+            return "text"
+        return None
+
+
+def _unmatched_warning(unmatched: Sequence[_Label], checked: int, corpus: CorpusLabels) -> str | None:
+    """A warning when most labels match nothing in the index, naming the kind used and a likely fix."""
+    if not checked or len(unmatched) / checked <= UNMATCHED_WARNING_SHARE:
+        return None
+    used = ", ".join(f"{k} ({n})" for k, n in Counter(lb.kind for lb in unmatched).most_common())
+    guesses = Counter(g for g in (corpus.looks_like(lb.item.value) for lb in unmatched[:200]) if g)
+    examples = ", ".join(repr(lb.item.value[:60]) for lb in unmatched[:3])
+    text = (f"{len(unmatched)} of {checked} relevance labels ({len(unmatched) / checked:.0%}) match nothing "
+            f"in the index (relevance kind used: {used}; e.g. {examples}).")
+    if guesses:
+        likely, n = guesses.most_common(1)[0]
+        text += (f" {n} of them match as `{likely}` labels: set `relevance_kind: {likely}` in the import "
+                 "config (or `relevant_kind` per row), or `evaluate.retrieval.match.on`.")
+    else:
+        text += (" They match under no relevance kind either: check that the labels name files of this "
+                 "corpus (paths relative to a corpus folder, or file names) and the `url_rewrites`.")
+    return text
 
 
 # ---------------------------------------------------------------- per-question measures
@@ -289,6 +430,8 @@ class QuestionRow(BaseModel):
     expected: list[str] = Field(default_factory=list)
     retrieved: list[str] = Field(default_factory=list)  # source (or chunk id) per rank
     relevant_at: list[int] = Field(default_factory=list)  # ranks credited as relevant
+    rank_unit: str = "chunk"  # what was ranked: document (best chunk per document) or chunk
+    unmatched_labels: list[str] = Field(default_factory=list)  # labels that match nothing in the index
     error: str | None = None
 
 
@@ -299,6 +442,7 @@ class RetrievalReport(BaseModel):
     per_question: list[QuestionRow]
     ks: list[int]
     match: MatchSettings
+    warnings: list[str] = Field(default_factory=list)
 
     def summary(self) -> dict[str, dict[str, Any]]:
         """Flat figures per metric, for metadata and tables."""
@@ -349,6 +493,14 @@ def _hit_label(hit: SearchHit) -> str:
     return hit.chunk.source or hit.chunk.id
 
 
+def _no_labels_reason(sample: EvalSample, match: MatchSettings) -> str:
+    kinds = sorted({it.kind for it in sample.relevant if it.grade > 0})
+    if match.on != "auto" and kinds:
+        return (f"{NO_LABELS} of kind {match.on!r} (match.on); its labels are of kind {', '.join(kinds)}: "
+                "set `evaluate.retrieval.match.on: auto` or import them with the right `relevance_kind`")
+    return NO_LABELS
+
+
 def evaluate_retrieval(
     samples: Sequence[EvalSample],
     rankings: Sequence[Sequence[SearchHit]],
@@ -356,44 +508,68 @@ def evaluate_retrieval(
     match: MatchSettings | None = None,
     *,
     corpus_sources: Iterable[str] | None = None,
+    corpus_chunks: Sequence[Chunk] | None = None,
     seed: int = 0,
 ) -> RetrievalReport:
     """Score one ranking per sample: hit_rate@k, recall@k, precision@k, ndcg@k, mrr and map.
 
-    With `corpus_sources` (the sources of the indexed chunks), document/URL labels that match no
-    source of the corpus are dropped and a question left with none fails with that reason, so
-    broken labels show up as failures instead of as retrieval misses.
+    Samples labelled by document are scored on the document ranking (MaxP, see the module
+    docstring): pass chunk rankings deep enough to hold max(ks) documents. With the corpus
+    (`corpus_chunks`, the indexed chunks, or just `corpus_sources`), labels that match nothing in
+    the index are dropped, a question left with none fails with that reason, and `warnings` says
+    when most labels match nothing, so broken labels never read as retrieval misses.
     """
     match = match or MatchSettings()
     ks = sorted(set(ks))
     _check_inputs(samples, rankings, ks)
-    corpus_paths = None
-    if corpus_sources is not None:
-        corpus_paths = {normalize_path(rewrite(s, match.url_rewrites)) for s in corpus_sources}
+    corpus = None
+    if corpus_sources is not None or corpus_chunks is not None:
+        corpus = CorpusLabels(match, corpus_sources or (), corpus_chunks)
     names = ["mrr", "map"] + [f"{m}@{k}" for m in ("hit_rate", "recall", "precision", "ndcg") for k in ks]
     items: dict[str, list[ItemScore]] = {name: [] for name in names}
     rows: list[QuestionRow] = []
+    units: Counter[str] = Counter()
+    unmatched_all: list[_Label] = []
+    checked = 0
     for sample, hits in zip(samples, rankings, strict=True):
-        effective, error = _usable_sample(sample, match, corpus_paths)
+        labels = _labels(sample, match)
+        unit = rank_unit_for(labels, match)
+        ranked = document_ranking(hits) if unit == "document" else list(hits)
         expected = [f"{it.kind}:{it.value[:80]}" for it in sample.relevant] or [
             f"text:{c[:80]}" for c in sample.reference_contexts
         ]
-        retrieved = [_hit_label(h) for h in hits]
-        if error is None:
-            judgement = judge(effective, hits, match)
-            if not judgement.relevant_grades:
-                error = NO_LABELS
-        if error is not None:
+        retrieved = [_hit_label(h) for h in ranked]
+        error = None if labels else _no_labels_reason(sample, match)
+        judgement = _judge_labels(labels, ranked, match) if labels else None
+        unmatched: list[_Label] = []
+        if judgement is not None and corpus is not None:
+            found = {i for i in judgement.credited if i is not None}
+            # a label credited in the ranking is in the index; only the others need the corpus check
+            held = {i: corpus.holds(lb) for i, lb in enumerate(labels) if i not in found}
+            unmatched = [labels[i] for i, h in held.items() if h is False]
+            checked += len(found) + sum(1 for h in held.values() if h is not None)
+            unmatched_all += unmatched
+            if len(unmatched) == len(labels):
+                values = ", ".join(repr(lb.item.value[:80]) for lb in unmatched[:5])
+                error = (f"none of its {len(labels)} {labels[0].kind} label(s) matches anything in the index "
+                         f"({values}): check the labels and the relevance kind")
+            elif unmatched:
+                labels = [lb for lb in labels if all(lb is not u for u in unmatched)]
+                judgement = _judge_labels(labels, ranked, match)
+        unmatched_values = [lb.item.value[:80] for lb in unmatched]
+        if error is not None or judgement is None:
             rows.append(QuestionRow(question_id=sample.id, question=sample.question, expected=expected,
-                                    retrieved=retrieved, error=error))
+                                    retrieved=retrieved, rank_unit=unit, unmatched_labels=unmatched_values,
+                                    error=error))
             for name in names:
                 items[name].append(ItemScore(item_id=sample.id, error=error))
             continue
+        units[unit] += 1
         measures = question_measures(judgement, ks)
         rank = first_relevant_rank(judgement.gains)
         rows.append(QuestionRow(
             question_id=sample.id, question=sample.question, first_relevant_rank=rank, measures=measures,
-            expected=expected, retrieved=retrieved,
+            expected=expected, retrieved=retrieved, rank_unit=unit, unmatched_labels=unmatched_values,
             relevant_at=[i + 1 for i, g in enumerate(judgement.gains) if g > 0],
         ))
         for name in names:
@@ -403,33 +579,20 @@ def evaluate_retrieval(
                 passed=measures[name] > 0 if name.startswith("hit_rate") else None,
                 details={"first_relevant_rank": rank},
             ))
+    warnings = []
+    if corpus is not None:
+        warning = _unmatched_warning(unmatched_all, checked, corpus)
+        if warning:
+            logger.warning(warning)
+            warnings.append(warning)
+    details: dict[str, Any] = {"match_on": match.on, "rank_unit": dict(units)}
+    if warnings:
+        details["warnings"] = warnings
     metrics = {
-        name: MetricResult.from_items(name, its, seed=seed, details={"match_on": match.on})
+        name: MetricResult.from_items(name, its, seed=seed, details=dict(details))
         for name, its in items.items()
     }
-    return RetrievalReport(metrics=metrics, per_question=rows, ks=list(ks), match=match)
-
-
-def _usable_sample(
-    sample: EvalSample, match: MatchSettings, corpus_paths: set[tuple[str, ...]] | None
-) -> tuple[EvalSample, str | None]:
-    """Drop document/URL labels that point at no corpus file; fail the sample if none is left."""
-    if corpus_paths is None:
-        return sample, None
-    kept, missing = [], []
-    for it in sample.relevant:
-        relevant_kind = it.kind in ("document", "url") and match.on in ("auto", it.kind)
-        if relevant_kind and not _in_corpus(it.value, match, corpus_paths):
-            missing.append(it.value)
-            continue
-        kept.append(it)
-    if missing and not [it for it in kept if it.grade > 0 and match.on in ("auto", it.kind)]:
-        return sample, f"relevant item maps to no document of the corpus: {', '.join(missing)}"
-    return sample.model_copy(update={"relevant": kept}), None
-
-
-def _in_corpus(value: str, match: MatchSettings, corpus_paths: set[tuple[str, ...]]) -> bool:
-    return any(paths_match(path, p) for path in label_paths(value, match) for p in corpus_paths)
+    return RetrievalReport(metrics=metrics, per_question=rows, ks=list(ks), match=match, warnings=warnings)
 
 
 def unmatched_labels(
@@ -437,13 +600,13 @@ def unmatched_labels(
 ) -> dict[str, list[str]]:
     """Sample id -> its document/URL labels that match no source of the corpus (after rewrites)."""
     match = match or MatchSettings()
-    corpus_paths = {normalize_path(rewrite(s, match.url_rewrites)) for s in corpus_sources}
+    corpus = CorpusLabels(match, corpus_sources)
     out: dict[str, list[str]] = {}
     for s in samples:
         bad = [
             it.value for it in s.relevant
             if it.kind in ("document", "url")
-            and not _in_corpus(it.value, match, corpus_paths)
+            and corpus.holds(_Label(it, it.kind, paths=label_paths(it.value, match))) is False
         ]
         if bad:
             out[s.id] = bad
@@ -457,6 +620,7 @@ def compare_retrievers(
     match: MatchSettings | None = None,
     *,
     corpus_sources: Iterable[str] | None = None,
+    corpus_chunks: Sequence[Chunk] | None = None,
 ) -> pd.DataFrame:
     """Several retrieval settings side by side: one row per setting; per metric the score and its
     95% CI (`<metric>`, `<metric>_ci_low`, `<metric>_ci_high`), plus n_scored and n_failed."""
@@ -465,7 +629,8 @@ def compare_retrievers(
     sources = list(corpus_sources) if corpus_sources is not None else None
     rows = []
     for name, rankings in settings.items():
-        report = evaluate_retrieval(samples, rankings, ks, match, corpus_sources=sources)
+        report = evaluate_retrieval(samples, rankings, ks, match, corpus_sources=sources,
+                                    corpus_chunks=corpus_chunks)
         row: dict[str, Any] = {"setting": name}
         for metric, result in report.metrics.items():
             row[metric] = result.score
