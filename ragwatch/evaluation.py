@@ -24,7 +24,7 @@ from ragwatch.llm.client import LLMClient
 from ragwatch.llm.types import LLMSettings
 from ragwatch.rag import RAGSystem, build_rag
 from ragwatch.results import MetricResult
-from ragwatch.retrieval import evaluate_retrieval
+from ragwatch.retrieval import evaluate_retrieval, rankings_with_documents
 from ragwatch.types import EvalSample, RagAnswer
 
 
@@ -49,10 +49,12 @@ def evaluate_retrieval_modes(
     questions = [s.question for s in labelled]
     depth = max(settings.ks)
     for mode in settings.modes:
-        rankings = index.search_many(questions, k=depth, mode=mode, embedder=embedder)
-        report = evaluate_retrieval(
-            labelled, rankings, settings.ks, settings.match, corpus_sources=index.documents()
-        )
+        # deep enough that documents ranked by their best chunk (MaxP) fill the top `depth`
+        rankings = rankings_with_documents(
+            lambda qs, d, m=mode: index.search_many(qs, k=d, mode=m, embedder=embedder), questions, depth,
+            limit=len(index),
+        ) if settings.match.rank_unit != "chunk" else index.search_many(questions, depth, mode, embedder)
+        report = evaluate_retrieval(labelled, rankings, settings.ks, settings.match, corpus_chunks=index.chunks)
         for name, result in report.metrics.items():
             result.details.update({"mode": mode, "excluded_without_labels": excluded, "family": "retrieval"})
             metrics[f"{mode}/{name}"] = result.model_copy(update={"name": f"{mode}/{name}"})
