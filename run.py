@@ -4,6 +4,7 @@
     python run.py ingest|testset|evaluate|full [--config FILE] [--no-cache]
     python run.py compare [RUN ...]    metric differences with intervals and verdicts
     python run.py calibrate            a judge against human labels (HaluEval sample by default)
+    python run.py review export|import human labels on judged items -> prediction-powered estimates
     python run.py schedule add|list|remove|serve
     python run.py watch [--once]       evaluate on every change of the system under test
     python run.py dashboard            the local ZenML dashboard on 127.0.0.1
@@ -52,6 +53,21 @@ def build_parser() -> argparse.ArgumentParser:
                                                 "balanced accuracy, F1 and Cohen's kappa with intervals.")
     _add_config(calibrate, "configs/calibrate.yaml")
     calibrate.add_argument("--limit", type=int, help="evaluate at most this many items")
+
+    review = commands.add_parser("review", help="human labels on judged items (export a sample, import labels)",
+                                 description="Export a seeded stratified sample of a run's judged items for "
+                                             "people to label; import the filled file as human_labels.")
+    review_actions = review.add_subparsers(dest="action", metavar="ACTION", required=True)
+    export = review_actions.add_parser("export", help="write a review sample (CSV and JSONL)")
+    export.add_argument("--run", help="run name or id (default: the last evaluation run)")
+    export.add_argument("--n", type=int, default=50, help="items to sample (default 50)")
+    export.add_argument("--metric", action="append", help="judged metric to label (repeatable; default: "
+                                                          "every LLM-judged metric)")
+    export.add_argument("--seed", type=int, default=0)
+    export.add_argument("--out", default="reviews", help="directory for the files (default: reviews/)")
+    import_ = review_actions.add_parser("import", help="validate a filled review file and store its labels")
+    import_.add_argument("file", help="the CSV or JSONL written by review export, label columns filled")
+    import_.add_argument("--run", help="the run the file was exported from (default: its run_id column)")
 
     schedule = commands.add_parser("schedule", help="run a pipeline on a cron schedule",
                                    description="Native ZenML schedules on orchestrators that have them; "
@@ -113,6 +129,22 @@ def cmd_calibrate(config: str, limit: int | None) -> int:
     return 0
 
 
+def cmd_review(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from orchestration import review
+
+    if args.action == "export":
+        csv_path, jsonl_path, summary = review.export_review(args.run, args.n, args.metric, args.seed,
+                                                             Path(args.out))
+        print(f"{summary}\nwrote {csv_path} and {jsonl_path}: fill the label: columns of either, then "
+              f"`python run.py review import {csv_path}`")
+        return 0
+    outcome = review.import_review(args.file, args.run)
+    print(review.format_import(outcome, args.file))
+    return 2 if outcome.problems else 0
+
+
 def cmd_schedule(args: argparse.Namespace) -> int:
     from orchestration import scheduling
 
@@ -166,6 +198,9 @@ def main(argv: list[str] | None = None) -> int:
     # Config paths are taken relative to where the user stands; everything else to the project root.
     if getattr(args, "config", None) and (Path.cwd() / args.config).is_file():
         args.config = str((Path.cwd() / args.config).resolve())
+    for name in ("file", "out"):  # review paths, also relative to where the user stands
+        if getattr(args, name, None):
+            setattr(args, name, str(Path(getattr(args, name)).resolve()))
     os.chdir(PROJECT_ROOT)
     ensure_repository()
     from ragwatch.config_loader import ConfigError
@@ -179,6 +214,8 @@ def main(argv: list[str] | None = None) -> int:
             return cmd_compare(args.runs, args.config)
         if args.command == "calibrate":
             return cmd_calibrate(args.config, args.limit)
+        if args.command == "review":
+            return cmd_review(args)
         if args.command == "schedule":
             return cmd_schedule(args)
         if args.command == "watch":

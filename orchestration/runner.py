@@ -147,6 +147,11 @@ def format_outcome(outcome: RunOutcome) -> str:
             score = "-" if result.score is None else f"{result.score:.3f}"
             interval = "" if result.ci_low is None else f"[{result.ci_low:.3f}, {result.ci_high:.3f}]"
             lines.append(f"{name:<34} {score:>7}  {interval:<17} {result.n_scored:>4} {result.n_failed:>6}")
+        labelled = {name: r.labelled for name, r in sorted(outcome.metrics.metrics.items()) if r.labelled}
+        if labelled:  # human labels on some items: the prediction-powered estimate beside the judge's
+            lines += ["", "with human labels (PPI++: the judge on every item, corrected by the labelled ones):"]
+            lines += [f"{name:<34} {e.score:>7.3f}  [{e.ci_low:.3f}, {e.ci_high:.3f}] {e.n_labels:>4} labels "
+                      f"of {e.n_items} items" for name, e in labelled.items()]
     if outcome.gate is not None:
         verdict = "PROMOTED (no regression)" if outcome.gate.promote else "NOT PROMOTED (regression)"
         lines += ["", f"gate: {verdict}"] + [f"  - {reason}" for reason in outcome.gate.reasons]

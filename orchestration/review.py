@@ -1,0 +1,134 @@
+"""`python run.py review export|import`: the ZenML side of the human review round trip.
+
+Export reads a finished evaluation run's per-item table and judged metrics and writes a review
+sample (CSV + JSONL, see `ragwatch.review`). Import validates a filled file against the run it
+was exported from, merges its labels into the system's latest `human_labels` artifact and saves
+the result as a new version, linked to the run's model version, with the source run and the
+import's counts as metadata. The next `evaluate` run reads it (`steps.labels`).
+
+Example:
+    >>> paths = export_review(run=None, n=50)  # doctest: +SKIP
+    >>> outcome = import_review("reviews/<run>-review.csv")  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from zenml import Model, link_artifact_to_model, log_metadata, save_artifact
+from zenml.client import Client
+from zenml.enums import ExecutionStatus
+
+from ragwatch.labels import HumanLabels
+from ragwatch.results import MetricResult
+from ragwatch.review import LabelProblem, read_label_file, review_sample, validate_labels, write_review_files
+from steps.labels import LABELS_ARTIFACT, latest_human_labels
+from steps.tracking import evaluation_runs
+
+REVIEWS_DIR = Path("reviews")
+JUDGE_STEP, JUDGE_OUTPUT = "judge_answers_step", "judge_metrics"
+RESULTS_STEP, RESULTS_OUTPUT = "collect_results", "eval_results"
+
+
+def find_run(run: str | None) -> Any:
+    """The named run (name, id or prefix), or the newest completed evaluation run."""
+    if run:
+        return Client().get_pipeline_run(run)
+    for candidate in evaluation_runs():
+        if candidate.status == ExecutionStatus.COMPLETED and JUDGE_STEP in candidate.steps:
+            return candidate
+    raise ValueError("no completed evaluation run to review: run `python run.py` (or evaluate) first")
+
+
+def run_items(run: Any) -> tuple[list[dict[str, Any]], dict[str, MetricResult]]:
+    """A run's per-item rows and its judged metrics."""
+    if JUDGE_STEP not in run.steps or RESULTS_STEP not in run.steps:
+        raise ValueError(f"run {run.name} has no judged items (steps {JUDGE_STEP}, {RESULTS_STEP}); "
+                         "pick an evaluate or full run with --run")
+    metrics = run.steps[JUDGE_STEP].outputs[JUDGE_OUTPUT][0].load().metrics
+    frame = run.steps[RESULTS_STEP].outputs[RESULTS_OUTPUT][0].load()
+    rows = [{k: (None if _missing(v) else v) for k, v in row.items()} for row in frame.to_dict("records")]
+    return rows, metrics
+
+
+def _missing(value: Any) -> bool:
+    return isinstance(value, float) and value != value  # pandas fills absent cells with NaN
+
+
+def model_name_of(run: Any) -> str:
+    if run.model_version is None:
+        raise ValueError(f"run {run.name} is not linked to a model version; labels belong to a system "
+                         "under test: pick a run of `python run.py evaluate` or `full`")
+    return str(run.model_version.model.name)
+
+
+def export_review(run: str | None = None, n: int = 50, metrics: Sequence[str] | None = None, seed: int = 0,
+                  out_dir: Path = REVIEWS_DIR) -> tuple[Path, Path, str]:
+    """Write the review sample of `run`; returns the CSV and JSONL paths and a summary line."""
+    found = find_run(run)
+    rows, judged = run_items(found)
+    sample = review_sample(rows, judged, n=n, metric_names=metrics, seed=seed, run_id=str(found.id))
+    csv_path, jsonl_path = write_review_files(sample, out_dir, f"{found.name}-review")
+    strata = ", ".join(f"{h} {c['drawn']}/{c['items']}" for h, c in sample.strata.items())
+    summary = (f"{len(sample.rows)} items of run {found.name} for review (seed {seed}; stratified by the "
+               f"{sample.stratified_by} judge: {strata}); label columns: "
+               + ", ".join(f"label:{m}" for m in sample.metrics))
+    return csv_path, jsonl_path, summary
+
+
+@dataclass
+class ImportOutcome:
+    labels: HumanLabels
+    version: str
+    problems: list[LabelProblem] = field(default_factory=list)
+    added: int = 0
+    changed: int = 0
+    unchanged: int = 0
+
+
+def import_review(path: str | Path, run: str | None = None) -> ImportOutcome:
+    """Validate `path`, merge its labels into the system's labels and save a new `human_labels` version.
+
+    The run comes from the file's `run_id` column (or `run`); problems are returned, not raised,
+    so every valid label is kept. Nothing is saved when no row holds a valid label.
+    """
+    path = Path(path)
+    rows = read_label_file(path)
+    if not rows:
+        raise ValueError(f"{path} holds no rows: fill the label columns of a review export")
+    run_ids = {str(row.get("run_id") or "") for _, row in rows if "__error__" not in row} - {""}
+    if run is None and len(run_ids) > 1:
+        raise ValueError(f"{path} mixes items of {len(run_ids)} runs; import one export file at a time")
+    source_run = find_run(run or (run_ids.pop() if run_ids else None))
+    _, judged = run_items(source_run)
+    labels, problems = validate_labels(rows, judged, source=path.name)
+    if not labels:
+        raise ValueError(f"{path}: no valid label to import ({len(problems)} problem(s)):\n"
+                         + "\n".join(f"  {p}" for p in problems))
+    model_name = model_name_of(source_run)
+    previous, _ = latest_human_labels(model_name)
+    merged = (previous or HumanLabels()).merge(labels, source=path.name)
+    record = merged.imports[-1]
+    version = save_artifact(merged, name=LABELS_ARTIFACT, tags=["ragwatch", "human-labels"])
+    log_metadata(metadata={"model_name": model_name, "source_run": str(source_run.name),
+                           "source_run_id": str(source_run.id), "file": path.name,
+                           "added": record.added, "changed": record.changed, "unchanged": record.unchanged,
+                           "problems": len(problems), "labels_per_metric": merged.counts()},
+                 artifact_version_id=version.id)
+    link_artifact_to_model(version, model=Model(name=model_name, version=str(source_run.model_version.name)))
+    return ImportOutcome(labels=merged, version=str(version.version), problems=problems, added=record.added,
+                         changed=record.changed, unchanged=record.unchanged)
+
+
+def format_import(outcome: ImportOutcome, path: str | Path) -> str:
+    lines = [f"imported {path}: {outcome.added} new, {outcome.changed} changed, {outcome.unchanged} unchanged "
+             f"label(s); human_labels version {outcome.version} now holds "
+             + ", ".join(f"{m} {c}" for m, c in outcome.labels.counts().items())]
+    if outcome.problems:
+        lines.append(f"{len(outcome.problems)} row(s) or cell(s) not imported:")
+        lines += [f"  {problem}" for problem in outcome.problems]
+    lines.append("the next `python run.py evaluate` shows the prediction-powered estimates")
+    return "\n".join(lines)
