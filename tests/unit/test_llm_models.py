@@ -85,3 +85,14 @@ def test_registry_pins_versions_and_hashes():
     for spec in models.MODELS.values():
         assert all("==" in p for p in spec.packages) and len(spec.sha256) == 64 and spec.size > 0
     assert models.MODELS["qwen2.5-0.5b-instruct"].size == 491_400_064
+
+
+def test_support_threshold_is_read_from_the_registry(monkeypatch):
+    spec = models.MODELS["qwen2.5-0.5b-instruct"]
+    monkeypatch.setitem(models.MODELS, spec.name, spec.__class__(**{**spec.__dict__, "support_threshold": 0.27}))
+    assert models.support_threshold_for("local/qwen2.5-0.5b-instruct") == 0.27
+    assert models.support_threshold_for("qwen2.5-0.5b-instruct") == 0.27
+    assert models.support_threshold_for("gpt-4o-mini") is None  # not packaged: the judge's own default
+    assert models.support_threshold_for("local/smollm2-135m-instruct") is None  # packaged, never calibrated
+    for spec in models.MODELS.values():  # a declared threshold is a probability
+        assert spec.support_threshold is None or 0.0 < spec.support_threshold < 1.0
