@@ -27,12 +27,11 @@ from typing import Any, TypeVar
 
 import litellm
 from pydantic import BaseModel
-from tqdm.auto import tqdm
 
 from ragwatch.llm import structured
 from ragwatch.llm.cache import GenerationCache, cache_key, default_cache_root
+from ragwatch.llm.limiter import Limiter
 from ragwatch.llm.retry import (
-    AdaptiveLimiter,
     FatalLLMError,
     backoff_s,
     classify,
@@ -41,6 +40,7 @@ from ragwatch.llm.retry import (
     retry_after_s,
 )
 from ragwatch.llm.types import Generation, LLMSettings, TokenLogprob, Usage
+from ragwatch.progress import Progress
 
 litellm.suppress_debug_info = True  # no "Give Feedback" banners in our logs
 log = logging.getLogger("ragwatch.llm")
@@ -65,9 +65,9 @@ class _Request:
 
 @dataclass
 class _Batch:
-    """State shared by the items of one batch: the concurrency bound and a fatal-error stop."""
+    """State shared by the items of one batch: the flow control and a fatal-error stop."""
 
-    limiter: AdaptiveLimiter
+    limiter: Limiter
     fatal: list[str] = field(default_factory=list)
 
 
@@ -92,18 +92,17 @@ class LLMClient:
             self._cache = GenerationCache(root / "llm")
         # the in-process model runs one call at a time; more in flight would only queue on its lock
         self.max_concurrency = 1 if self.is_local else max(1, self.settings.concurrency)
-        # one bound per event loop, shared by every call of this client on it (and kept between
-        # batches, so a rate limit is not forgotten); asyncio primitives cannot cross loops
-        self._limiters: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, AdaptiveLimiter] = (
-            weakref.WeakKeyDictionary()
-        )
-        self.last_limiter: AdaptiveLimiter | None = None  # of the last call or batch, for inspection
+        # one flow control per event loop, shared by every call of this client on it (a rate limit
+        # and the rpm/tpm budget span batches); asyncio futures cannot cross loops
+        self._limiters: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Limiter] = weakref.WeakKeyDictionary()
+        self.last_limiter: Limiter | None = None  # of the last call or batch, for inspection
 
-    def _limiter(self) -> AdaptiveLimiter:
+    def _limiter(self) -> Limiter:
         loop = asyncio.get_running_loop()
         limiter = self._limiters.get(loop)
         if limiter is None:
-            limiter = self._limiters[loop] = AdaptiveLimiter(self.max_concurrency)
+            s = self.settings
+            limiter = self._limiters[loop] = Limiter(self.max_concurrency, rpm=s.rpm, tpm=s.tpm)
         self.last_limiter = limiter
         return limiter
 
@@ -156,8 +155,9 @@ class LLMClient:
             raise TypeError("generate_many takes a list of prompts; for one prompt call generate()")
         requests = [self._request(p, schema, system, overrides) for p in prompts]
         batch = _Batch(self._limiter())
+        batch.limiter.new_batch()
         results: list[Generation | None] = [None] * len(requests)
-        with tqdm(total=len(requests), desc=desc or self.settings.model, disable=None, leave=False) as bar:
+        with Progress(len(requests), desc or self.settings.model) as bar:
 
             async def one(i: int, request: _Request) -> None:
                 try:
@@ -325,18 +325,31 @@ class LLMClient:
     ) -> tuple[Any, str | None]:
         s = self.settings
         secret = self._api_key()
+        tokens = _token_estimate(messages, request.params) if s.tpm else 0.0
+        # a repair continues an item already under way: like a retry, it goes ahead of new items
+        continuing = len(messages) > len(request.messages)
         for attempt in range(s.max_retries + 1):
+            ticket = None
             try:
                 kwargs = self._litellm_kwargs(messages, request)
-                async with batch.limiter:
-                    # checked after the wait for a slot: items queued behind a fatal one are not sent
-                    if batch.fatal:
-                        return None, f"not attempted: an earlier item failed fatally ({batch.fatal[0]})"
-                    totals["sent"] += 1
-                    response = await self._acompletion(kwargs)
+                ticket = await batch.limiter.acquire(tokens, retry=continuing or attempt > 0)
+                # checked after the wait for a slot: items queued behind a fatal one are not sent
+                if batch.fatal:
+                    batch.limiter.release(ticket, "error", tokens_used=0)
+                    return None, f"not attempted: an earlier item failed fatally ({batch.fatal[0]})"
+                totals["sent"] += 1
+                response = await self._acompletion(kwargs)
+            except asyncio.CancelledError:
+                if ticket is not None:
+                    batch.limiter.release(ticket, "error")
+                raise
             except Exception as exc:
                 kind = classify(exc)
                 reason = describe(exc, secret)
+                wait = retry_after_s(exc)
+                if ticket is not None:
+                    outcome = "rate_limit" if kind == "rate_limit" else "error"
+                    batch.limiter.release(ticket, outcome, retry_after_s=wait)
                 if kind == "fatal":
                     if is_auth_error(exc):
                         reason = (
@@ -349,19 +362,17 @@ class LLMClient:
                     return None, f"failed without retry: {reason}"
                 if attempt >= s.max_retries:
                     return None, f"gave up after {attempt + 1} attempt(s): {reason}"
-                wait = retry_after_s(exc)
-                if kind == "rate_limit":
-                    batch.limiter.on_rate_limit()
                 delay = backoff_s(attempt, s.retry_base_s, s.retry_max_s)
                 delay = max(delay, wait) if wait is not None else delay
                 log.info("%s: retry %d in %.2fs after %s", s.model, attempt + 1, delay, reason)
                 totals["retries"] += 1
                 await asyncio.sleep(delay)
                 continue
-            batch.limiter.on_success()
             usage = getattr(response, "usage", None)
-            totals["prompt_tokens"] += int(getattr(usage, "prompt_tokens", 0) or 0)
-            totals["completion_tokens"] += int(getattr(usage, "completion_tokens", 0) or 0)
+            used = int(getattr(usage, "prompt_tokens", 0) or 0), int(getattr(usage, "completion_tokens", 0) or 0)
+            batch.limiter.release(ticket, "ok", tokens_used=sum(used) if any(used) else None)
+            totals["prompt_tokens"] += used[0]
+            totals["completion_tokens"] += used[1]
             totals["cost_usd"] += self._cost(response)
             return response, None
         raise AssertionError("unreachable")  # the loop always returns
@@ -448,6 +459,13 @@ def _messages(prompt: Prompt) -> list[dict[str, Any]]:
             "a prompt is a string or a non-empty list of chat messages like [{'role': 'user', 'content': '...'}]"
         )
     return [dict(m) for m in messages]
+
+
+def _token_estimate(messages: list[dict[str, Any]], params: dict[str, Any]) -> float:
+    """Tokens a call may use, for a tpm budget: ~4 characters per prompt token plus the reply's cap
+    (providers reserve max_tokens against the quota); settled with the reply's usage."""
+    chars = sum(len(str(m.get("content", ""))) for m in messages)
+    return chars / 4 + float(params.get("max_tokens") or 0)
 
 
 def _reply(response: Any) -> tuple[str, list[TokenLogprob] | None, str | None]:

@@ -1,4 +1,4 @@
-"""Retry policy for provider faults: classify an exception, pick a delay, adapt concurrency.
+"""Retry policy for provider faults: classify an exception, pick a delay (flow control: `limiter.py`).
 
 Transient faults (429, 5xx, timeouts, dropped connections) are retried with exponential backoff and
 full jitter, honouring Retry-After. Auth errors, bad requests and unknown models fail fast.
@@ -104,43 +104,3 @@ def describe(exc: BaseException, secret: str | None) -> str:
     # litellm appends long help banners; the first lines carry the reason
     message = " ".join(message.split("\n")[:3]).strip()
     return scrub(f"{type(exc).__name__}: {message}"[:600], secret)
-
-
-class AdaptiveLimiter:
-    """Bounds calls in flight; halves the bound on a rate limit, grows it back by one per
-    `limit` successes (AIMD), never above `max_limit`.
-
-    Example:
-        >>> limiter = AdaptiveLimiter(8)
-        >>> async with limiter: ...
-    """
-
-    def __init__(self, max_limit: int, start: int | None = None) -> None:
-        self.max_limit = max(1, max_limit)
-        self.limit = min(self.max_limit, max(1, start or self.max_limit))
-        self.lowest = self.limit  # how far the bound fell: evidence of backing off
-        self.in_flight = 0
-        self._streak = 0
-        self._cond = asyncio.Condition()
-
-    async def __aenter__(self) -> AdaptiveLimiter:
-        async with self._cond:
-            await self._cond.wait_for(lambda: self.in_flight < self.limit)
-            self.in_flight += 1
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        async with self._cond:
-            self.in_flight -= 1
-            self._cond.notify_all()
-
-    def on_rate_limit(self) -> None:
-        self.limit = max(1, self.limit // 2)
-        self.lowest = min(self.lowest, self.limit)
-        self._streak = 0
-
-    def on_success(self) -> None:
-        self._streak += 1
-        if self._streak >= self.limit and self.limit < self.max_limit:
-            self.limit += 1
-            self._streak = 0

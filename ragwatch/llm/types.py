@@ -33,7 +33,9 @@ class LLMSettings(BaseModel):
     max_repairs: int = 2
     retry_base_s: float = 1.0  # first backoff delay; doubles per retry, with full jitter
     retry_max_s: float = 30.0  # cap of one backoff delay (a Retry-After header may ask for longer)
-    concurrency: int = 4
+    concurrency: int = 4  # calls in flight at most; 429s lower it for a while (see ragwatch/llm/limiter.py)
+    rpm: float | None = Field(default=None, gt=0)  # the provider's requests-per-minute quota, if it has one
+    tpm: float | None = Field(default=None, gt=0)  # ... and tokens per minute (prompt + max_tokens, settled)
     cache: bool = True
     cache_dir: str | None = None
     logprobs: bool = False

@@ -1,4 +1,4 @@
-"""Pure helpers of the LLM layer: structured output, retry policy, AIMD limiter, logprob verdicts."""
+"""Pure helpers of the LLM layer: structured output, retry policy, the limiter gate, logprob verdicts."""
 
 from __future__ import annotations
 
@@ -14,8 +14,9 @@ import pytest
 from pydantic import BaseModel, Field
 
 from ragwatch.llm import Generation, TokenLogprob
+from ragwatch.llm.limiter import Limiter
 from ragwatch.llm.logprobs import expected_score, mean_logprob, yes_probability
-from ragwatch.llm.retry import AdaptiveLimiter, backoff_s, classify, retry_after_s, scrub
+from ragwatch.llm.retry import backoff_s, classify, retry_after_s, scrub
 from ragwatch.llm.structured import parse_reply, response_format, strict_schema, strip_fences
 
 
@@ -106,32 +107,22 @@ def test_scrub_removes_keys():
     assert "sk-abc123XYZ" not in out and "tok_987" not in out and "[redacted]" in out
 
 
-def test_limiter_bounds_in_flight_and_adapts():
-    limiter = AdaptiveLimiter(4)
+def test_limiter_bounds_in_flight():
+    limiter = Limiter(4)
     peak = 0
 
     async def work():
         nonlocal peak
-        async with limiter:
-            peak = max(peak, limiter.in_flight)
-            await asyncio.sleep(0.01)
+        ticket = await limiter.acquire()
+        peak = max(peak, limiter.flow.in_flight)
+        await asyncio.sleep(0.01)
+        limiter.release(ticket, "ok")
 
     async def main():
         await asyncio.gather(*(work() for _ in range(20)))
 
     asyncio.run(main())
-    assert peak == 4
-    limiter.on_rate_limit()
-    assert limiter.limit == 2
-    limiter.on_rate_limit()
-    limiter.on_rate_limit()
-    assert limiter.limit == 1  # never below one
-    for _ in range(1 + 2 + 3):  # additive increase: one step per `limit` successes
-        limiter.on_success()
-    assert limiter.limit == 4
-    for _ in range(50):
-        limiter.on_success()
-    assert limiter.limit == 4  # never above the configured bound
+    assert peak == 4 and limiter.flow.in_flight == 0  # the rate-limit logic: test_llm_limiter.py
 
 
 # ------------------------------------------------------------------------------------ logprobs

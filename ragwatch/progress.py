@@ -1,0 +1,91 @@
+"""Progress of a long loop: a tqdm bar on a terminal, a log line about every 10% elsewhere.
+
+Output redirected to a file or a CI log gets no bar (it would print nothing useful or thousands of
+carriage returns), so there each ~10% step is one line on the `ragwatch.progress` logger, which
+writes to stderr unless the application configured handlers for it.
+
+Example:
+    >>> with Progress(5000, "judge correctness") as progress:
+    ...     for item in items:
+    ...         score(item)
+    ...         progress.update()
+    # not a terminal: "judge correctness: 500/5000 (10%) in 52s, about 470s left" ... "done in 521s"
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+from tqdm.auto import tqdm
+
+log = logging.getLogger("ragwatch.progress")
+MIN_TOTAL_FOR_LINES = 20  # a handful of calls needs no progress report
+
+
+def _ensure_handler() -> None:
+    # without any handler Python prints only warnings; progress is info and must reach CI logs
+    if not log.handlers and not logging.getLogger().handlers:
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("%(asctime)s %(message)s", "%H:%M:%S"))
+        log.addHandler(handler)
+        log.setLevel(logging.INFO)
+        log.propagate = False
+
+
+class Progress:
+    """Counts finished items of a known total; `update()` once per item (thread- and task-safe enough
+    for asyncio: updates happen on one thread)."""
+
+    def __init__(
+        self,
+        total: int,
+        desc: str,
+        *,
+        terminal: bool | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.total = total
+        self.desc = desc
+        self.done = 0
+        self._clock = clock
+        self._started = clock()
+        self.terminal = sys.stdout.isatty() if terminal is None else terminal
+        self._bar: Any = tqdm(total=total, desc=desc, leave=False) if self.terminal else None
+        self._lines = not self.terminal and total >= MIN_TOTAL_FOR_LINES
+        self._next_line_at = max(1, math.ceil(total / 10))
+        if self._lines:
+            _ensure_handler()
+
+    def update(self, n: int = 1) -> None:
+        self.done += n
+        if self._bar is not None:
+            self._bar.update(n)
+        if not self._lines or self.done < self._next_line_at:
+            return
+        elapsed = self._clock() - self._started
+        if self.done >= self.total:
+            log.info("%s: %d/%d done in %.0fs", self.desc, self.done, self.total, elapsed)
+            self._lines = False
+            return
+        left = elapsed / self.done * (self.total - self.done)
+        log.info(
+            "%s: %d/%d (%d%%) in %.0fs, about %.0fs left",
+            self.desc, self.done, self.total, 100 * self.done // self.total, elapsed, left,
+        )
+        while self._next_line_at <= self.done:
+            self._next_line_at += max(1, math.ceil(self.total / 10))
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.close()
+
+    def __enter__(self) -> Progress:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()

@@ -1,0 +1,30 @@
+"""Progress off a terminal: a log line about every 10%, none for a handful of items."""
+
+from __future__ import annotations
+
+import logging
+
+from ragwatch.progress import Progress
+
+
+def test_lines_every_tenth_when_not_a_terminal(caplog):
+    now = [0.0]
+    progress = Progress(200, "judge x", terminal=False, clock=lambda: now[0])
+    with caplog.at_level(logging.INFO, logger="ragwatch.progress"):
+        for _ in range(200):
+            now[0] += 0.5
+            progress.update()
+    lines = [r.getMessage() for r in caplog.records if r.name == "ragwatch.progress"]
+    assert len(lines) == 10
+    assert lines[0] == "judge x: 20/200 (10%) in 10s, about 90s left"
+    assert lines[-1] == "judge x: 200/200 done in 100s"
+
+
+def test_no_lines_for_a_few_items_or_on_a_terminal(caplog):
+    with caplog.at_level(logging.INFO, logger="ragwatch.progress"):
+        with Progress(5, "tiny", terminal=False) as progress:
+            for _ in range(5):
+                progress.update()
+        with Progress(100, "bar", terminal=True) as progress:
+            progress.update(100)
+    assert not [r for r in caplog.records if r.name == "ragwatch.progress"]
