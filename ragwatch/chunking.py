@@ -20,6 +20,7 @@ import bisect
 import hashlib
 import re
 import warnings
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from itertools import accumulate
@@ -38,6 +39,8 @@ _PARAGRAPH_BREAK = re.compile(r"\n[ \t]*\n\s*")
 # Whitespace after . ! ? (or after a closing quote or bracket that follows one): the split point.
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|(?<=[.!?][\"')\]])\s+")
 _WORD = re.compile(r"\S+")
+# Formats whose text carries Markdown headings (HTML and DOCX are converted to that shape on load).
+HEADED_FORMATS = frozenset({"markdown", "html", "docx"})
 _HEADING = re.compile(r"^[ \t]{0,3}(#{1,6})[ \t]+(.+?)[ \t#]*$")
 _FENCE = re.compile(r"^[ \t]{0,3}(```|~~~)")
 _MIN_FILL = 0.5  # a chunk is cut at a preferred boundary only once it is at least this full
@@ -53,6 +56,12 @@ class ChunkingSettings(BaseModel):
     overlap_tokens: int = Field(30, ge=0, description="tokens a chunk repeats from the previous one")
     allow_oversize: bool = Field(
         False, description="allow max_tokens above the embedding window (the tail is not embedded)"
+    )
+    max_document_share: float = Field(
+        0.25,
+        gt=0,
+        le=1,
+        description="warn when one document yields more than this share of all chunks (corpora of 5+ documents)",
     )
 
     @model_validator(mode="after")
@@ -93,6 +102,38 @@ def chunk_documents(
         chunks.extend(_chunk_one(doc, settings, count_tokens, limit))
     _warn_oversize(chunks, max_window, settings.allow_oversize)
     return chunks
+
+
+class ChunkSpread(BaseModel):
+    """How chunks spread over documents: the largest contributors, and a warning when one dominates."""
+
+    top: list[tuple[str, int]]  # (source, chunks), at most 10, largest first
+    warnings: list[str] = Field(default_factory=list)
+
+
+def chunk_spread(chunks: list[Chunk], *, max_share: float = 0.25, top: int = 10) -> ChunkSpread:
+    """Chunks per document, largest first, and a warning per document above `max_share` of all chunks.
+
+    One dominating file (a dump, a log, a concatenated export) skews every retrieval figure towards
+    itself; corpora of fewer than 5 documents are not warned about, since a share means little there.
+
+    Example:
+        >>> chunk_spread([]).top
+        []
+    """
+    counts = Counter(c.source for c in chunks)
+    ranked = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+    total = len(chunks)
+    warnings_: list[str] = []
+    if len(counts) >= 5:
+        warnings_ = [
+            f"{source} yields {n} of {total} chunks ({100 * n / total:.0f}%, above the "
+            f"{100 * max_share:.0f}% set by chunking.max_document_share): retrieval figures will be dominated "
+            "by it; check that it belongs in the corpus"
+            for source, n in ranked
+            if n / total > max_share
+        ]
+    return ChunkSpread(top=ranked[:top], warnings=warnings_)
 
 
 def chunk_document(
@@ -155,7 +196,8 @@ def _chunk_one(doc: Document, settings: ChunkingSettings, count: TokenCounter, l
         # Special tokens ([CLS], [SEP]) are paid once per chunk, not once per unit.
         return max(count(text) - overhead, 0)
 
-    units = _units(doc.text, doc.format == "markdown", count_net, limit - overhead)
+    headed = doc.format in HEADED_FORMATS
+    units = _units(doc.text, headed, count_net, limit - overhead)
     if not units:
         return []
     spans = _pack(units, 0, len(units), limit - overhead, settings.overlap_tokens)
@@ -163,7 +205,7 @@ def _chunk_one(doc: Document, settings: ChunkingSettings, count: TokenCounter, l
     for lo, hi in spans:
         checked.extend(_verify(doc.text, units, lo, hi, limit, settings.overlap_tokens, count, overhead))
 
-    headings = _heading_index(doc.text) if doc.format == "markdown" else None
+    headings = _heading_index(doc.text) if headed else None
     chunks = []
     for index, (lo, hi, n_tokens) in enumerate(checked):
         start, end = units[lo].start, units[hi - 1].end

@@ -1,7 +1,10 @@
-"""Load files into `ragwatch.types.Document`s: PDF (PyMuPDF), Markdown, plain text.
+"""Load files into `ragwatch.types.Document`s: PDF (PyMuPDF), Markdown, HTML, DOCX, plain text.
 
 Bad files never stop a load: each one is reported in `LoadResult.skipped` with the reason and
 what to do about it. Only when nothing at all loads does `load_documents` raise `NoDocumentsError`.
+Files that load but look wrong (a line longer than any prose has) are listed in `LoadResult.warnings`.
+Symbolic links are followed once: a link back into a directory already walked, or one that points
+nowhere, is reported as skipped.
 
 Example:
     >>> result = load_documents(["data/sample/zenml_docs"])          # doctest: +SKIP
@@ -14,6 +17,7 @@ from __future__ import annotations
 import glob
 import hashlib
 import logging
+import os
 import re
 from collections.abc import Iterable, Iterator
 from datetime import date, datetime
@@ -23,6 +27,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, Field
 
+from ragwatch.markup import MarkupError, docx_to_markdown, html_to_markdown
 from ragwatch.types import Document
 
 log = logging.getLogger(__name__)
@@ -30,7 +35,11 @@ log = logging.getLogger(__name__)
 PDF_EXTENSIONS = frozenset({".pdf"})
 MARKDOWN_EXTENSIONS = frozenset({".md", ".markdown"})
 TEXT_EXTENSIONS = frozenset({".txt", ".text", ".rst"})
-SUPPORTED_EXTENSIONS = PDF_EXTENSIONS | MARKDOWN_EXTENSIONS | TEXT_EXTENSIONS
+HTML_EXTENSIONS = frozenset({".html", ".htm", ".xhtml"})
+DOCX_EXTENSIONS = frozenset({".docx"})
+SUPPORTED_EXTENSIONS = PDF_EXTENSIONS | MARKDOWN_EXTENSIONS | TEXT_EXTENSIONS | HTML_EXTENSIONS | DOCX_EXTENSIONS
+# No prose line is this long: minified HTML/JS, a data dump, or text that lost its line breaks.
+LONG_LINE_CHARS = 20_000
 
 _GLOB_CHARS = re.compile(r"[*?\[]")
 _FRONT_MATTER = re.compile(r"\A---[ \t]*\n(.*?\n)?(?:---|\.\.\.)[ \t]*(?:\n|\Z)", re.DOTALL)
@@ -45,11 +54,19 @@ class SkippedFile(BaseModel):
     reason: str
 
 
+class FileWarning(BaseModel):
+    """A file that loaded but looks wrong; the message says what to check."""
+
+    path: str
+    message: str
+
+
 class LoadResult(BaseModel):
     """What `load_documents` produced. `pages` counts PDF pages, and one page per other document."""
 
     documents: list[Document] = Field(default_factory=list)
     skipped: list[SkippedFile] = Field(default_factory=list)
+    warnings: list[FileWarning] = Field(default_factory=list)
     pages: int = 0
 
 
@@ -85,7 +102,11 @@ def load_documents(
         iterator = tqdm(candidates, desc="loading documents", unit="file")
     for file, source in iterator:
         resolved = file.resolve()
-        if resolved in seen_files:  # named twice (e.g. a directory and a glob): load once, silently
+        if resolved in seen_files:  # named twice (e.g. a directory and a glob, or a link): load once
+            if file.is_symlink():
+                result.skipped.append(
+                    SkippedFile(path=source, reason=f"symbolic link to {resolved}, which is already loaded")
+                )
             continue
         seen_files.add(resolved)
         try:
@@ -104,6 +125,14 @@ def load_documents(
             continue
         seen_hash[text_hash] = source
         result.documents.append(doc)
+        if (longest := max(map(len, doc.text.split("\n")))) > LONG_LINE_CHARS:
+            result.warnings.append(
+                FileWarning(
+                    path=source,
+                    message=f"a line of {longest:,} characters: minified markup, a data dump or lost line "
+                    "breaks? Its chunks will be cut mid-sentence; check that this file is prose",
+                )
+            )
         result.pages += len(doc.page_starts) if doc.page_starts is not None else 1
 
     if not result.documents:
@@ -137,9 +166,10 @@ def _expand(
         if path.is_file():
             yield path, _source(path, root, base=None)
         elif path.is_dir():
-            files = sorted(f for f in path.rglob("*") if f.is_file() and not _hidden(f, path))
-            for f in files:
+            for f in _walk(path, skipped):
                 yield f, _source(f, root, base=path)
+        elif path.is_symlink():
+            skipped.append(SkippedFile(path=str(raw), reason=f"dangling symbolic link to {os.readlink(path)}"))
         elif _GLOB_CHARS.search(str(raw)):
             matches = sorted(Path(m) for m in glob.glob(str(raw), recursive=True))
             files = [m for m in matches if m.is_file()]
@@ -152,8 +182,40 @@ def _expand(
             skipped.append(SkippedFile(path=str(raw), reason="no such file or directory; check the path"))
 
 
-def _hidden(file: Path, base: Path) -> bool:
-    return any(part.startswith(".") for part in file.relative_to(base).parts)
+def _walk(top: Path, skipped: list[SkippedFile]) -> list[Path]:
+    """Files under `top` in sorted order, hidden ones left out, each linked directory walked once."""
+    files: list[Path] = []
+    walked = {top.resolve()}
+    for dirpath, dirnames, filenames in os.walk(top, followlinks=True):
+        here = Path(dirpath)
+        kept = []
+        for name in sorted(dirnames):
+            if name.startswith("."):
+                continue
+            sub = here / name
+            real = sub.resolve()
+            if real in walked:
+                skipped.append(
+                    SkippedFile(
+                        path=str(sub),
+                        reason=f"symbolic link loop: points to {real}, which is already walked",
+                    )
+                )
+                continue
+            walked.add(real)
+            kept.append(name)
+        dirnames[:] = kept
+        for name in sorted(filenames):
+            if name.startswith("."):
+                continue
+            file = here / name
+            if file.is_symlink() and not file.exists():
+                skipped.append(
+                    SkippedFile(path=str(file), reason=f"dangling symbolic link to {os.readlink(file)}")
+                )
+            elif file.is_file():
+                files.append(file)
+    return sorted(files)
 
 
 def _glob_base(pattern: str) -> Path:
@@ -176,7 +238,8 @@ def _source(file: Path, root: Path | None, base: Path | None) -> str:
                 f"{file} is not under root {root}: pass a root that contains every input path, or no root"
             ) from None
     if base is not None:
-        return file.resolve().relative_to(base.resolve()).as_posix()
+        # The path as found under `base` (not resolved): a linked file keeps the name it was found by.
+        return Path(os.path.relpath(file.absolute(), base.absolute())).as_posix()
     return file.name
 
 
@@ -191,6 +254,8 @@ def _load_file(path: Path, source: str) -> Document:
         raise _Skip(f"unsupported file type {shown}; supported: {supported}. Convert it or leave it out")
     if ext in PDF_EXTENSIONS:
         return _load_pdf(path, source)
+    if ext in HTML_EXTENSIONS | DOCX_EXTENSIONS:
+        return _load_markup(path, source, "html" if ext in HTML_EXTENSIONS else "docx")
     text = _read_text(path)
     if ext in MARKDOWN_EXTENSIONS:
         return _markdown_document(text, source)
@@ -214,6 +279,39 @@ def _read_text(path: Path) -> str:
         ) from None
     # One newline convention, so chunk offsets mean the same on every platform.
     return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
+def _load_markup(path: Path, source: str, fmt: Literal["html", "docx"]) -> Document:
+    data = path.read_bytes()
+    if not data.strip():
+        raise _Skip("empty file")
+    if fmt == "html" and (kind := _sniff(data)) not in ("HTML or XML markup", "text"):
+        raise _Skip(f"not an HTML page: its content is {kind}; fix its extension or leave it out")
+    try:
+        text, title = (html_to_markdown if fmt == "html" else docx_to_markdown)(data)
+    except MarkupError as exc:
+        raise _Skip(str(exc)) from None
+    if not text.strip():
+        raise _Skip(f"no text in this {fmt.upper()} file (only markup, scripts or images)")
+    return _document(source, text, fmt, {"title": title} if title else {})
+
+
+def _sniff(data: bytes) -> str:
+    """What a file's first bytes say it is, in words for an error message."""
+    head = data[:1024].lstrip()
+    if head.startswith(b"%PDF-"):
+        return "a PDF"
+    if head.startswith(b"PK\x03\x04"):
+        return "a ZIP package (DOCX, XLSX, EPUB or a ZIP archive)"
+    if head.startswith(b"\xd0\xcf\x11\xe0"):
+        return "an OLE compound file (a legacy .doc/.xls or an encrypted Office file)"
+    if head[:8] in (b"\x89PNG\r\n\x1a\n",) or head.startswith((b"\xff\xd8\xff", b"GIF8")):
+        return "an image"
+    if head.startswith(b"<") or b"<html" in head.lower():
+        return "HTML or XML markup"
+    if b"\0" in head:
+        return "binary data"
+    return "text"
 
 
 def _markdown_document(text: str, source: str) -> Document:
@@ -257,6 +355,10 @@ def _load_pdf(path: Path, source: str) -> Document:
     data = path.read_bytes()
     if not data:
         raise _Skip("empty file")
+    if b"%PDF-" not in data[:1024]:
+        raise _Skip(
+            f"not a PDF: no %PDF- header, its content is {_sniff(data)}; fix its extension or re-download it"
+        )
     if b"%%EOF" not in data[-2048:]:
         raise _Skip("truncated PDF (no end-of-file marker): re-download or re-export it")
     try:
@@ -308,7 +410,7 @@ def _load_pdf(path: Path, source: str) -> Document:
 def _document(
     source: str,
     text: str,
-    fmt: Literal["pdf", "markdown", "text"],
+    fmt: Literal["pdf", "markdown", "text", "html", "docx"],
     metadata: dict[str, Any],
     page_starts: list[int] | None = None,
 ) -> Document:

@@ -22,7 +22,7 @@ class Document(BaseModel):
     id: str
     source: str  # path relative to the ingest root, with forward slashes
     text: str
-    format: Literal["pdf", "markdown", "text"]
+    format: Literal["pdf", "markdown", "text", "html", "docx"]
     metadata: dict[str, Any] = Field(default_factory=dict)
     page_starts: list[int] | None = None
 
@@ -89,6 +89,8 @@ class RagAnswer(BaseModel):
     contexts: list[RetrievedContext] = Field(default_factory=list)
     timings: dict[str, float] = Field(default_factory=dict)
     error: str | None = None
+    # mean token log-probability of `answer`, captured at generation when the provider returns logprobs
+    mean_logprob: float | None = None
 
     @property
     def ok(self) -> bool:

@@ -139,7 +139,7 @@ def test_bad_text_files_are_skipped_with_reasons(tmp_path: Path) -> None:
     (tmp_path / "binary.txt").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR")
     (tmp_path / "latin.txt").write_bytes("Café crème, déjà vu".encode("latin-1"))
     (tmp_path / "copy.txt").write_text("Fine text.", encoding="utf-8")
-    (tmp_path / "report.docx").write_bytes(b"PK\x03\x04")
+    (tmp_path / "report.xlsx").write_bytes(b"PK\x03\x04")
     (tmp_path / "only-front-matter.md").write_text("---\ntitle: x\n---\n", encoding="utf-8")
 
     result = load_documents([tmp_path])
@@ -149,7 +149,7 @@ def test_bad_text_files_are_skipped_with_reasons(tmp_path: Path) -> None:
     assert "binary" in why["binary.txt"]
     assert "UTF-8" in why["latin.txt"] and "iconv" in why["latin.txt"]
     assert "duplicate" in why["ok.txt"] and "'copy.txt'" in why["ok.txt"]
-    assert "unsupported file type '.docx'" in why["report.docx"] and ".md" in why["report.docx"]
+    assert "unsupported file type '.xlsx'" in why["report.xlsx"] and ".md" in why["report.xlsx"]
     assert "empty" in why["only-front-matter.md"]
 
 
