@@ -113,6 +113,11 @@ def collect_ingest(outcome: RunOutcome) -> None:
         f"{chunks} chunks, {len(report.skipped)} skipped files"
     )
     outcome.notes += [f"  skipped {item.path}: {item.reason}" for item in report.skipped]
+    outcome.notes += [f"  warning {item.path}: {item.message}" for item in report.warnings]
+    chunking = run.steps["chunk_corpus"].run_metadata.get("ingest", {})
+    outcome.notes += [f"  warning {text}" for text in chunking.get("chunk_warnings", [])]
+    if top := chunking.get("chunks_per_document_top10"):
+        outcome.notes.append("  chunks per document (top 10): " + ", ".join(f"{src} {n}" for src, n in top))
 
 
 def collect_evaluation(outcome: RunOutcome) -> None:

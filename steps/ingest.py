@@ -2,19 +2,22 @@
 
 from __future__ import annotations
 
+import logging
 import time
 from typing import Annotated
 
 from zenml import log_metadata, step
 
 from ragwatch.artifacts import ChunkSet, DocumentSet
-from ragwatch.chunking import chunk_documents
+from ragwatch.chunking import chunk_documents, chunk_spread
 from ragwatch.config import CorpusSettings, IngestConfig
 from ragwatch.documents import LoadResult, load_documents
 from ragwatch.embeddings import EmbeddingSettings, get_embedder
 from ragwatch.index import Index
 from steps.materializers import IndexMaterializer
 from steps.secrets import export_api_keys
+
+logger = logging.getLogger(__name__)
 
 
 @step
@@ -50,7 +53,19 @@ def chunk_corpus(documents: DocumentSet, config: IngestConfig) -> Annotated[Chun
     chunks = chunk_documents(
         documents.documents, config.chunking, embedder.count_tokens, max_window=embedder.max_input_tokens
     )
-    log_metadata(metadata={"ingest": {"chunks": len(chunks), "chunking": config.chunking.model_dump()}})
+    spread = chunk_spread(chunks, max_share=config.chunking.max_document_share)
+    for warning in spread.warnings:
+        logger.warning(warning)
+    log_metadata(
+        metadata={
+            "ingest": {
+                "chunks": len(chunks),
+                "chunking": config.chunking.model_dump(),
+                "chunks_per_document_top10": [list(pair) for pair in spread.top],
+                "chunk_warnings": spread.warnings,
+            }
+        }
+    )
     return ChunkSet(chunks=chunks, settings=config.chunking.model_dump())
 
 
