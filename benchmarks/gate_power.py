@@ -1,0 +1,304 @@
+"""Does the promotion gate catch real regressions and stay quiet on no-ops? Planted changes, measured.
+
+A baseline system (hybrid retrieval, top 3, the default prompt) answers a labelled question set on
+the bundled corpus; each planted change answers the same questions and is gated against the
+baseline as the promoted production version (the gate of `ragwatch.compare`, paired by question).
+
+Regressions (must be blocked): top_k 3 -> 1; contexts shuffled across questions; a generator that
+answers from no context (the system still reports the contexts it retrieved); answers truncated to
+their first 10 words; a retriever that drops the best hit.
+No-ops (must promote): the identical configuration with a cold LLM cache; another sampling seed;
+a cosmetic whitespace change of the prompt.
+
+The evaluation set: the ZenML question set's questions whose page is in the bundled corpus, plus
+the guide's handwritten question -> page cases (no reference answers: coverage reads the passage
+each question was written from). Gated: the system metrics of `ragwatch.system_metrics` (no LLM:
+cheap, and deterministic when retrieval is). LLM judges are not in this benchmark (one 0.5B judge
+call costs 3-10 s here); their constant/labelled handling is covered by tests/unit/test_compare.py.
+
+Usage:
+    python benchmarks/gate_power.py                              # generator: the real local model
+    python benchmarks/gate_power.py --generator extractive       # fake extractive generator, ~1 min
+    python benchmarks/gate_power.py --sizes 8,16,24 --markdown reports/gate_power.md
+
+`--generator extractive` answers through tests/fake_llm_server.py with the context sentence that
+best overlaps the question (a stand-in that reads its context, for changes in retrieval or in the
+answer text; the seed no-op is trivial for it). Exit code: 0 when every regression is blocked and
+no no-op is, else 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from ragwatch.chunking import chunk_documents  # noqa: E402
+from ragwatch.compare import Comparison, GateDecision, GateThresholds, compare_runs, gate_decision  # noqa: E402
+from ragwatch.config import FullConfig  # noqa: E402
+from ragwatch.config_loader import load_config  # noqa: E402
+from ragwatch.datasets import load_handwritten_retrieval_cases, load_zenml_qa  # noqa: E402
+from ragwatch.documents import load_documents  # noqa: E402
+from ragwatch.embeddings import Embedder, get_embedder  # noqa: E402
+from ragwatch.index import Index  # noqa: E402
+from ragwatch.llm.client import LLMClient  # noqa: E402
+from ragwatch.llm.types import TINY_MODEL, LLMSettings  # noqa: E402
+from ragwatch.rag import BuiltinRAG, RagSettings, build_prompt, format_contexts  # noqa: E402
+from ragwatch.results import MetricResult  # noqa: E402
+from ragwatch.retrieval import MatchSettings, unmatched_labels  # noqa: E402
+from ragwatch.system_metrics import system_metrics  # noqa: E402
+from ragwatch.types import EvalSample, RagAnswer, SearchHit  # noqa: E402
+
+CACHE = ROOT / ".cache" / "gate_power"
+
+# The gate under test. Retrieval as run is deterministic for an unchanged retriever, so it needs no
+# tolerance (drop 0); answer text varies with sampling, so its metrics may drop 0.05 before it counts.
+GATE = GateThresholds(
+    default_allowed_drop=0.05,
+    per_metric={"system/*": 0.0},
+    gated_metrics=["system/hit_rate", "system/mrr", "system/context_recall", "answer/context_support",
+                   "answer/reference_coverage"],
+    inconclusive="min_n",
+    min_n=30,
+)
+
+
+# ---------------------------------------------------------------- planted changes
+
+
+class ShuffledContexts(BuiltinRAG):
+    """A bug that hands every question the contexts retrieved for the next question."""
+
+    def retrieve_many(self, questions: list[str], k: int | None = None, mode: Any = None) -> list[list[SearchHit]]:
+        rankings = super().retrieve_many(questions, k, mode)
+        return rankings[1:] + rankings[:1]
+
+
+class DropsBestHit(BuiltinRAG):
+    """A retriever that loses its best hit: it returns ranks 2..k+1."""
+
+    def retrieve_many(self, questions: list[str], k: int | None = None, mode: Any = None) -> list[list[SearchHit]]:
+        k = k or self.settings.top_k
+        return [hits[1:] for hits in super().retrieve_many(questions, k + 1, mode)]
+
+
+class IgnoresContext(BuiltinRAG):
+    """A generator that never sees the context; the system still reports what it retrieved."""
+
+    def answer_many(self, questions: list[str], **overrides: Any) -> list[RagAnswer]:
+        rankings = self.retrieve_many(questions)
+        used = [format_contexts(hits, self.settings.max_context_chars)[1] for hits in rankings]
+        prompts = [build_prompt(self.settings.prompt_template, q, "") for q in questions]
+        generations = self.llm.generate_many(prompts, desc="answers without context", **overrides)
+        return [RagAnswer(question=q, answer=g.text if g.ok else "", contexts=c,
+                          error=None if g.ok else f"generation failed: {g.error}")
+                for q, c, g in zip(questions, used, generations, strict=True)]
+
+
+def truncate(answers: list[RagAnswer], words: int = 10) -> list[RagAnswer]:
+    return [a.model_copy(update={"answer": " ".join(a.answer.split()[:words])}) for a in answers]
+
+
+@dataclass
+class Change:
+    name: str
+    regression: bool
+    make: Callable[[Index, Embedder, LLMSettings], list[RagAnswer] | None]
+
+
+# ---------------------------------------------------------------- the extractive stand-in generator
+
+_BLOCK = re.compile(r"\[\d+\] source: [^\n]*\n(`{3,})\n(.*?)\n\1", re.S)
+_WORDS = re.compile(r"\w+")
+
+
+def extractive_reply(body: dict[str, Any]) -> str:
+    """The context sentence (up to 40 words) that shares most words with the question."""
+    prompt = next((m["content"] for m in body.get("messages", []) if m.get("role") == "user"), "")
+    question = prompt.rsplit("Query:", 1)[-1].split("Answer:")[0]
+    wanted = {w.lower() for w in _WORDS.findall(question) if len(w) > 3}
+    sentences = [s for block in _BLOCK.findall(prompt) for s in re.split(r"(?<=[.!?])\s+", block[1]) if s.strip()]
+    if not sentences:
+        return "ZenML is an open-source MLOps framework; it runs machine learning pipelines on many stacks."
+    best = max(sentences, key=lambda s: len(wanted & {w.lower() for w in _WORDS.findall(s)}))
+    return " ".join(best.split()[:40])
+
+
+# ---------------------------------------------------------------- the run
+
+
+def build_index(config: FullConfig) -> tuple[Index, Embedder]:
+    embedder = get_embedder(config.ingest.embedding)
+    cached = CACHE / "index"
+    if cached.is_dir():
+        return Index.load(cached), embedder
+    docs = load_documents(config.ingest.corpus.paths).documents
+    chunks = chunk_documents(docs, config.ingest.chunking, embedder.count_tokens,
+                             max_window=embedder.max_input_tokens)
+    index = Index.build(chunks, embedder)
+    index.save(cached)
+    return index, embedder
+
+
+def question_set(index: Index, match: MatchSettings) -> list[EvalSample]:
+    """Questions whose labelled page is in the bundled corpus (others cannot be answered from it)."""
+    samples = load_handwritten_retrieval_cases() + load_zenml_qa()
+    broken = unmatched_labels(samples, index.documents(), match)
+    return [s for s in samples if s.id not in broken]
+
+
+QUESTIONS: list[str] = []
+
+
+def system(cls: type[BuiltinRAG] = BuiltinRAG, **rag: Any) -> Callable[..., list[RagAnswer]]:
+    """A maker of answers to QUESTIONS by a built-in system of class `cls` with RAG settings `rag`."""
+    def make(index: Index, embedder: Embedder, llm: LLMSettings, **llm_updates: Any) -> list[RagAnswer]:
+        settings = RagSettings(**{"retrieval_mode": "hybrid", "top_k": 3, "max_context_chars": 2400, **rag})
+        rag_system = cls(index, embedder, LLMClient(llm.model_copy(update=llm_updates)), settings)
+        return rag_system.answer_many(QUESTIONS)
+    return make
+
+
+BASELINE = system()
+
+
+def changes() -> list[Change]:
+    whitespace = RagSettings().prompt_template.replace("below.\n", "below.  \n").replace("Answer: ", "Answer:  ")
+    return [
+        Change("top_k 3 -> 1", True, system(top_k=1)),
+        Change("contexts shuffled across questions", True, system(ShuffledContexts)),
+        Change("generator answers from no context", True, system(IgnoresContext)),
+        Change("answers truncated to 10 words", True, lambda *_: None),  # applied to the baseline's answers
+        Change("retriever drops the best hit", True, system(DropsBestHit)),
+        Change("no-op: cold LLM cache", False,
+               lambda i, e, llm: BASELINE(i, e, llm, cache_dir=tempfile.mkdtemp(prefix="cold-cache-"))),
+        Change("no-op: another sampling seed", False, lambda i, e, llm: BASELINE(i, e, llm, seed=(llm.seed or 0) + 1)),
+        Change("no-op: prompt whitespace", False, system(prompt_template=whitespace)),
+    ]
+
+
+
+
+@dataclass
+class Outcome:
+    change: Change
+    comparison: Comparison
+    decision: GateDecision
+    seconds: float
+
+    @property
+    def ok(self) -> bool:
+        blocked = not self.decision.promote
+        return blocked == self.change.regression and (not blocked or self.decision.status == "regressed")
+
+
+def evaluate(samples: list[EvalSample], answers: list[RagAnswer], match: MatchSettings,
+             top_k: int) -> dict[str, MetricResult]:
+    return system_metrics(samples, answers, match=match, k=top_k)
+
+
+def run(generator: str, limit: int | None, gate: GateThresholds = GATE,
+        sizes: tuple[int, ...] = ()) -> tuple[list[Outcome], dict[int, dict[str, bool]], int]:
+    """Every planted change gated against the baseline; also, per subset size, which were blocked."""
+    config = load_config(ROOT / "configs" / "full.yaml", FullConfig)
+    match = config.evaluate.retrieval.match
+    index, embedder = build_index(config)
+    samples = question_set(index, match)[:limit]
+    QUESTIONS[:] = [s.question for s in samples]
+    server = None
+    if generator == "extractive":
+        sys.path.insert(0, str(ROOT / "tests"))
+        from fake_llm_server import FakeLLMServer
+
+        server = FakeLLMServer(responder=extractive_reply).start()
+        llm = LLMSettings(model="openai/extractive", api_base=server.base_url, cache=False, max_tokens=80)
+    else:
+        llm = LLMSettings(model=generator, temperature=0.3, seed=0, max_tokens=80,
+                          cache_dir=str(CACHE / "llm"), concurrency=1)
+    try:
+        started = time.perf_counter()
+        base_answers = BASELINE(index, embedder, llm)
+        base = evaluate(samples, base_answers, match, 3)
+        print(f"baseline: {len(samples)} questions answered in {time.perf_counter() - started:.0f} s", flush=True)
+        outcomes, per_size = [], {n: {} for n in sizes}
+        for change in changes():
+            started = time.perf_counter()
+            answers = change.make(index, embedder, llm)
+            answers = truncate(base_answers) if answers is None else answers
+            top_k = 1 if change.name.startswith("top_k") else 3
+            metrics = evaluate(samples, answers, match, top_k)
+            comparison = compare_runs(metrics, base, thresholds=gate, new_label=change.name, old_label="baseline")
+            outcome = Outcome(change, comparison, gate_decision(comparison, gate), time.perf_counter() - started)
+            outcomes.append(outcome)
+            print(f"  {change.name}: {'blocked' if not outcome.decision.promote else 'promoted'} "
+                  f"({outcome.decision.status}, {outcome.seconds:.0f} s)", flush=True)
+            for n in sizes:
+                sub = compare_runs(evaluate(samples[:n], answers[:n], match, top_k),
+                                   evaluate(samples[:n], base_answers[:n], match, 3), thresholds=gate)
+                decision = gate_decision(sub, gate)
+                per_size[n][change.name] = decision.status == "regressed"
+    finally:
+        if server is not None:
+            server.stop()
+    return outcomes, per_size, len(samples)
+
+
+def table(outcomes: list[Outcome], gate: GateThresholds) -> str:
+    """Markdown: one row per change, one column per gated metric (diff, interval, verdict), the gate."""
+    metrics = gate.gated_metrics or []
+    head = "| change | expected | gate | " + " | ".join(metrics) + " |"
+    lines = [head, "|" + "---|" * (3 + len(metrics))]
+    for o in outcomes:
+        cells = []
+        for m in metrics:
+            r = o.comparison.row(m)
+            cells.append(f"{r.diff:+.3f} [{r.diff_low:+.3f}, {r.diff_high:+.3f}] {r.verdict}"
+                         if r.diff is not None else r.verdict)
+        expected = "block" if o.change.regression else "promote"
+        got = ("**blocked**" if not o.decision.promote else "promoted") + ("" if o.ok else " (WRONG)")
+        lines.append(f"| {o.change.name} | {expected} | {got} ({o.decision.status}) | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--generator", default=TINY_MODEL,
+                        help=f"litellm model of the system's generator, or 'extractive' (default {TINY_MODEL})")
+    parser.add_argument("--limit", type=int, default=None, help="use the first N questions only")
+    parser.add_argument("--sizes", default="8,16,24", help="also gate on the first N questions, for each N")
+    parser.add_argument("--markdown", default=None, help="write the tables to this Markdown file too")
+    args = parser.parse_args(argv)
+    sizes = tuple(int(n) for n in args.sizes.split(",") if n.strip())
+    started = time.perf_counter()
+    outcomes, per_size, n = run(args.generator, args.limit, GATE, sizes)
+    out = [f"Gate power: {n} questions, generator {args.generator}, "
+           f"{time.perf_counter() - started:.0f} s in all", "", table(outcomes, GATE), ""]
+    for o in outcomes:
+        if not o.decision.promote:
+            out.append(f"- {o.change.name}: " + "; ".join(o.decision.reasons))
+    if per_size:
+        out += ["", "Regressions blocked on the first N questions (gate as above):", "",
+                "| N | " + " | ".join(o.change.name for o in outcomes) + " |",
+                "|---|" + "---|" * len(outcomes)]
+        for size, blocked in per_size.items():
+            out.append(f"| {size} | " + " | ".join("blocked" if blocked[o.change.name] else "-" for o in outcomes)
+                       + " |")
+    text = "\n".join(out)
+    print(text)
+    if args.markdown:
+        Path(args.markdown).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.markdown).write_text(text + "\n", encoding="utf-8")
+    return 0 if all(o.ok for o in outcomes) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
