@@ -9,6 +9,10 @@
     python run.py watch [--once]       evaluate on every change of the system under test
     python run.py dashboard            the local ZenML dashboard on 127.0.0.1
 
+`ragwatch` (after `pip install -e .`) is the same command. Relative paths inside a config file
+resolve against that file's directory; reports go to reports/ under the current directory (or the
+config's `reports_dir`). Without --config the bundled configs/ of the checkout are used.
+
 Exit codes: 0 success, 1 the promotion gate found a regression, 2 bad input or configuration.
 """
 
@@ -16,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import traceback
 
 from zenml_env import PROJECT_ROOT, configure_environment, ensure_repository
 
@@ -23,7 +28,9 @@ configure_environment()
 
 
 def _add_config(parser: argparse.ArgumentParser, default: str) -> None:
-    parser.add_argument("--config", default=default, help=f"YAML config file (default: {default})")
+    parser.add_argument("--config", help=f"YAML config file; relative paths in it resolve against its "
+                                         f"directory (default: the bundled {default})")
+    parser.set_defaults(bundled_config=default)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -98,9 +105,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def cmd_pipeline(name: str, config: str, no_cache: bool, zenml_config: str | None = None) -> int:
+    from ragwatch.preflight import preflight
+
+    checked = preflight(name, config)  # before ZenML is imported: a typo is answered in about a second
     from orchestration.runner import format_outcome, run_pipeline
 
-    outcome = run_pipeline(name, config, enable_cache=not no_cache, zenml_config=zenml_config)
+    outcome = run_pipeline(name, config, enable_cache=not no_cache, zenml_config=zenml_config, config=checked)
     print(format_outcome(outcome))
     return 1 if outcome.regressed else 0
 
@@ -121,7 +131,7 @@ def cmd_calibrate(config: str, limit: int | None) -> int:
     from ragwatch.calibration import CalibrationSettings, run_calibration
     from ragwatch.config_loader import load_config
 
-    settings = load_config(config, CalibrationSettings)
+    settings = load_config(config, CalibrationSettings, path_keys=("dataset",))
     if limit is not None:
         settings = settings.model_copy(update={"limit": limit})
     report = run_calibration(settings)
@@ -195,20 +205,20 @@ def main(argv: list[str] | None = None) -> int:
     from pathlib import Path
 
     args = build_parser().parse_args(argv)
-    # Config paths are taken relative to where the user stands; everything else to the project root.
-    if getattr(args, "config", None) and (Path.cwd() / args.config).is_file():
-        args.config = str((Path.cwd() / args.config).resolve())
+    # A --config is where the user stands; without one, the checkout's bundled config. The current
+    # directory is never changed: reports land under it, paths in a config resolve against the config.
+    if hasattr(args, "bundled_config"):
+        args.config = str(Path(args.config).resolve()) if args.config else str(PROJECT_ROOT / args.bundled_config)
     for name in ("file", "out"):  # review paths, also relative to where the user stands
         if getattr(args, name, None):
             setattr(args, name, str(Path(getattr(args, name)).resolve()))
-    os.chdir(PROJECT_ROOT)
     ensure_repository()
     from ragwatch.config_loader import ConfigError
 
     try:
         if args.command in (None, "ingest", "testset", "evaluate", "full"):
             name = args.command or "full"
-            config = getattr(args, "config", "configs/full.yaml")
+            config = getattr(args, "config", None) or str(PROJECT_ROOT / "configs" / "full.yaml")
             return cmd_pipeline(name, config, getattr(args, "no_cache", False), getattr(args, "zenml_config", None))
         if args.command == "compare":
             return cmd_compare(args.runs, args.config)
@@ -224,6 +234,8 @@ def main(argv: list[str] | None = None) -> int:
 
         return run_dashboard(args.port, args.duration)
     except (ConfigError, ValueError, FileNotFoundError) as exc:
+        if os.environ.get("RAGWATCH_DEBUG"):
+            traceback.print_exc()
         print(f"error: {exc}", file=sys.stderr)
         return 2
     except RuntimeError as exc:
@@ -235,5 +247,10 @@ def main(argv: list[str] | None = None) -> int:
         return 2
 
 
-if __name__ == "__main__":
+def cli() -> None:
+    """The `ragwatch` console script (`pip install -e .`)."""
     sys.exit(main())
+
+
+if __name__ == "__main__":
+    cli()

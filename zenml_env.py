@@ -23,13 +23,42 @@ def configure_environment(zenml_home: Path | None = None) -> None:
 
 
 def ensure_repository(root: Path = PROJECT_ROOT) -> None:
-    """Mark `root` as the ZenML source root (`zenml init`), so artifacts load from any process.
+    """Mark `root` as the ZenML source root (`zenml init`), so artifacts load from any process and
+    from any current directory (`ZENML_REPOSITORY_PATH` points ZenML at it).
 
-    Without it ZenML guesses the source root from the main module, which fails in notebooks and
-    points at the wrong directory under pytest.
+    Without it ZenML guesses the source root from the main module, which fails in notebooks, for the
+    `ragwatch` console script and under pytest. The repository remembers the active project and stack
+    of one store; `sync_repository_store` points it at the store in use before ZenML reads it.
     """
+    os.environ["ZENML_REPOSITORY_PATH"] = str(root)
     if (root / ".zen").is_dir():
+        sync_repository_store(root)
         return
     from zenml.client import Client
 
     Client.initialize(root=root)
+
+
+def sync_repository_store(root: Path = PROJECT_ROOT) -> None:
+    """Copy the active project and stack of the store in use (`ZENML_CONFIG_PATH`) into the
+    repository's `.zen/config.yaml`.
+
+    ZenML keeps them in the repository, so after switching stores every command warned twice "The
+    current repo active project (stack) is no longer available". Call before ZenML is imported.
+    """
+    import yaml
+
+    repo_config = root / ".zen" / "config.yaml"
+    store_config = Path(os.environ.get("ZENML_CONFIG_PATH", PROJECT_ROOT / ".zenml_home")) / "config.yaml"
+    try:
+        store = yaml.safe_load(store_config.read_text(encoding="utf-8")) or {}
+        repo = yaml.safe_load(repo_config.read_text(encoding="utf-8")) or {} if repo_config.is_file() else {}
+    except (OSError, yaml.YAMLError):
+        return  # ZenML reports a broken store itself
+    wanted = {key: store[key] for key in ("active_project_id", "active_stack_id") if store.get(key)}
+    if not wanted or all(repo.get(key) == value for key, value in wanted.items()):
+        return
+    repo.update(wanted)
+    tmp = repo_config.with_suffix(f".{os.getpid()}.tmp")
+    tmp.write_text(yaml.safe_dump(repo), encoding="utf-8")
+    tmp.replace(repo_config)  # atomic: a concurrent ZenML process never reads half a file

@@ -22,7 +22,13 @@ from ragwatch.datasets import load_zenml_qa
 from ragwatch.documents import load_documents
 from ragwatch.embeddings import EmbeddingSettings, get_embedder
 from ragwatch.index import Index, fingerprint
-from ragwatch.retrieval import MatchSettings, compare_retrievers, evaluate_retrieval, unmatched_labels
+from ragwatch.retrieval import (
+    MatchSettings,
+    compare_retrievers,
+    evaluate_retrieval,
+    rankings_with_documents,
+    unmatched_labels,
+)
 
 # The question set links docs.zenml.io pages; the corpus is the docs/book tree of the same release.
 ZENML_URL_REWRITES = [
@@ -83,6 +89,8 @@ def main() -> None:
     parser.add_argument("--overlap-tokens", type=int, default=30)
     parser.add_argument("--embedding-model", default=EmbeddingSettings().model)
     parser.add_argument("--worst", type=int, default=5, help="worst questions to list for hybrid")
+    parser.add_argument("--rank-unit", choices=["document", "chunk"], default="document",
+                        help="rank documents by their best chunk (MaxP, the default) or rank chunks")
     args = parser.parse_args()
     if not args.corpus.is_dir():
         parser.error(f"--corpus {args.corpus} is not a directory: pass the unpacked ZenML docs tree")
@@ -93,19 +101,20 @@ def main() -> None:
     samples = load_zenml_qa(args.questions)
     sources = index.documents()
     aliases = duplicate_aliases(args.corpus, sources)
-    match = MatchSettings(on="url", url_rewrites=ZENML_URL_REWRITES, aliases=aliases)
+    match = MatchSettings(on="url", url_rewrites=ZENML_URL_REWRITES, aliases=aliases, rank_unit=args.rank_unit)
     questions = [s.question for s in samples]
 
     rankings, timings = {}, {}
     for mode in ("vector", "bm25", "hybrid"):
         started = time.perf_counter()
-        rankings[mode] = index.search_many(questions, 10, mode, embedder)
+        rankings[mode] = rankings_with_documents(
+            lambda qs, d, m=mode: index.search_many(qs, d, m, embedder), questions, 10, limit=len(index))
         timings[mode] = time.perf_counter() - started
     table = compare_retrievers(samples, rankings, ks=(1, 3, 5, 10), match=match, corpus_sources=sources)
 
     print(f"corpus: {args.corpus} ({len(sources)} documents, {len(index)} chunks, "
           f"{embedder.identity}, chunks of <= {args.max_tokens} tokens; {len(aliases)} duplicate files "
-          "aliased to their indexed copy)")
+          f"aliased to their indexed copy; ranked by {args.rank_unit})")
     print(f"questions: {len(samples)} from {args.questions}; scored {int(table['n_scored'].iloc[0])}, "
           f"failed {int(table['n_failed'].iloc[0])}\n")
     print("| mode | " + " | ".join(SHOWN) + " | search s |")

@@ -7,6 +7,8 @@ Example:
 
 from __future__ import annotations
 
+import logging
+import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,12 +19,19 @@ from zenml import Model
 from ragwatch.artifacts import MetricGroup
 from ragwatch.compare import GateDecision
 from ragwatch.config import FullConfig, corpus_fingerprint, system_fingerprint
-from ragwatch.config_loader import load_config
-from ragwatch.e2e import load_e2e_tables
+from ragwatch.e2e import E2ETables, load_e2e_tables
+from ragwatch.preflight import preflight
 
 PIPELINES = ("ingest", "testset", "evaluate", "full")
-DEFAULT_CONFIGS = {name: f"configs/{name}.yaml" for name in PIPELINES}
-REPORTS_DIR = Path("reports")
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_CONFIGS = {name: str(PROJECT_ROOT / "configs" / f"{name}.yaml") for name in PIPELINES}
+REPORTS_DIR = Path("reports")  # under the current directory unless the config sets `reports_dir`
+# ZenML's "Step `x` has started." / "has finished in" lines, kept when the rest of its log is WARN
+logging.getLogger("zenml.orchestrators.step_launcher").setLevel(logging.INFO)
+
+
+class MissingInputError(ValueError):
+    """A pipeline needs an artifact an earlier pipeline makes (the index, the evaluation set)."""
 
 
 @dataclass
@@ -34,6 +43,7 @@ class RunOutcome:
     metrics: MetricGroup | None = None
     report_path: Path | None = None
     notes: list[str] = field(default_factory=list)
+    reports_dir: Path = REPORTS_DIR
 
     @property
     def regressed(self) -> bool:
@@ -59,11 +69,14 @@ def run_pipeline(
     enable_cache: bool = True,
     schedule: Any = None,
     zenml_config: str | Path | None = None,
+    config: FullConfig | None = None,
 ) -> RunOutcome:
-    """Validate the config, run pipeline `name` on the active stack, and collect its outputs.
+    """Validate the config and its input files, run pipeline `name` on the active stack, and
+    collect its outputs.
 
     With a ZenML `schedule`, the pipeline is handed to the orchestrator's scheduler instead.
     `zenml_config` is a ZenML run configuration (docker settings, orchestrator settings, ...).
+    `config`: the already checked configuration of `config_path` (`ragwatch.preflight`).
     """
     from pipelines.evaluate import evaluate
     from pipelines.full import full
@@ -72,7 +85,9 @@ def run_pipeline(
 
     if name not in PIPELINES:
         raise ValueError(f"unknown pipeline {name!r}; choose one of {', '.join(PIPELINES)}")
-    config = load_config(config_path, FullConfig)
+    config = config or preflight(name, config_path)
+    if schedule is None:
+        require_inputs(name, config_path)
     started = time.perf_counter()
     options: dict[str, Any] = {"enable_cache": enable_cache}
     if schedule is not None:
@@ -85,19 +100,41 @@ def run_pipeline(
         run = testset.with_options(**options)(config)
     else:
         model, fingerprint = model_for(config)
-        tables = load_e2e_tables(config.evaluate.e2e.tables)
+        tables = load_e2e_tables(config.evaluate.e2e.tables) if config.evaluate.e2e.tables else E2ETables()
         options["model"] = model
         if name == "evaluate":
             run = evaluate.with_options(**options)(config, tables, fingerprint)
         else:
             corpus = corpus_fingerprint(config.ingest.corpus)
             run = full.with_options(**options)(config, tables, corpus, fingerprint)
-    outcome = RunOutcome(pipeline=name, run=run, seconds=time.perf_counter() - started)
+    outcome = RunOutcome(pipeline=name, run=run, seconds=time.perf_counter() - started,
+                         reports_dir=Path(config.reports_dir) if config.reports_dir else REPORTS_DIR)
     if schedule is None and name in ("ingest", "full"):
         collect_ingest(outcome)
     if schedule is None and name in ("evaluate", "full"):
         collect_evaluation(outcome)
     return outcome
+
+
+def require_inputs(name: str, config_path: str | Path) -> None:
+    """`testset` needs an index and `evaluate` an index and an evaluation set: say which command
+    makes a missing one, instead of a ZenML lookup error from inside the pipeline."""
+    from zenml.client import Client
+
+    needs = {"testset": [("rag_index", "ingest")], "evaluate": [("rag_index", "ingest"), ("eval_set", "testset")]}
+    missing = []
+    for artifact, command in needs.get(name, []):
+        try:
+            Client().get_artifact_version(artifact)
+        except (KeyError, RuntimeError):
+            missing.append(command)
+    if missing:
+        store = os.environ.get("ZENML_CONFIG_PATH", "the ZenML store")
+        steps = " then ".join(f"`ragwatch {c} --config {config_path}`" for c in missing)
+        raise MissingInputError(
+            f"{name} needs what {' and '.join(missing)} makes, and this ZenML store ({store}) has none yet: "
+            f"run {steps} first, or `ragwatch full --config {config_path}` for everything in one run"
+        )
 
 
 def collect_ingest(outcome: RunOutcome) -> None:
@@ -128,11 +165,15 @@ def collect_evaluation(outcome: RunOutcome) -> None:
     track = run.steps["track_evaluation"]
     outcome.gate = track.outputs["gate"][0].load()
     outcome.metrics = track.outputs["all_metrics"][0].load()
+    # e.g. most labels match nothing in the index: said once, not once per retrieval mode and measure
+    warnings = dict.fromkeys(w for m in outcome.metrics.metrics.values() for w in m.details.get("warnings", []))
+    outcome.notes += [f"warning: {w}" for w in warnings]
     report = run.steps["build_report_step"].outputs["report"][0].load()
-    REPORTS_DIR.mkdir(exist_ok=True)
-    outcome.report_path = REPORTS_DIR / f"{run.name}.html"
+    reports = outcome.reports_dir
+    reports.mkdir(parents=True, exist_ok=True)
+    outcome.report_path = (reports / f"{run.name}.html").absolute()
     outcome.report_path.write_text(str(report), encoding="utf-8")
-    (REPORTS_DIR / "latest.html").write_text(str(report), encoding="utf-8")
+    (reports / "latest.html").write_text(str(report), encoding="utf-8")
 
 
 HEADLINE = ("hit_rate@5", "mrr", "ndcg@5", "e2e_failure_rate", "correctness", "faithfulness",

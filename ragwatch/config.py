@@ -1,6 +1,13 @@
 """The configuration of each pipeline, with every default in one place.
 
 The YAML files in `configs/` are validated against these models; a wrong key is an error naming it.
+Defaults are neutral: a config written from scratch gets no corpus, no handwritten cases, no keyword
+tests, no URL rewrites and no gate list of its own; the bundled ZenML sample sets those in its own
+files (`configs/*.yaml`).
+
+Paths: every relative path in a config file (corpus paths, imports, keyword tables, `reports_dir`)
+resolves against the directory of the file that sets it (`FullConfig.PATH_KEYS`), so a config works
+from any current directory.
 """
 
 from __future__ import annotations
@@ -9,9 +16,9 @@ import glob
 import hashlib
 import json
 from pathlib import Path
-from typing import Literal
+from typing import ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from ragwatch.chunking import ChunkingSettings
 from ragwatch.compare import GateThresholds
@@ -31,9 +38,9 @@ class _Strict(BaseModel):
 
 
 class CorpusSettings(_Strict):
-    """Where the documents are: files, directories or globs, relative to the working directory."""
+    """Where the documents are: files, directories or globs (relative: to the config file's directory)."""
 
-    paths: list[str] = Field(default_factory=lambda: ["data/sample/zenml_docs", "data/sample/pdf"])
+    paths: list[str] = Field(default_factory=list)
 
 
 class IngestConfig(_Strict):
@@ -49,8 +56,8 @@ class EvalSetConfig(_Strict):
     generator: LLMSettings = Field(default_factory=LLMSettings)
     testset: TestsetSettings = Field(default_factory=TestsetSettings)
     imports: list[ImportSettings] = Field(default_factory=list)
-    # The ZenML guide's question -> page pairs; they fit the bundled sample corpus.
-    handwritten_retrieval_cases: str | None = "data/sample/eval/handwritten_eval_cases.json"
+    # The ZenML guide's question -> page pairs (they fit the bundled sample corpus; its config sets them).
+    handwritten_retrieval_cases: str | None = None
     zenml_qa: str | None = None
 
 
@@ -69,8 +76,10 @@ class SystemUnderTest(_Strict):
 
 
 class E2ESettings(_Strict):
+    """Handcrafted keyword tests (`ragwatch/e2e.py`); none unless `tables` names a YAML file."""
+
     enabled: bool = True
-    tables: str = "configs/e2e_tests.yaml"
+    tables: str | None = None
 
 
 class EvaluateConfig(_Strict):
@@ -85,9 +94,33 @@ class EvaluateConfig(_Strict):
 
 
 class FullConfig(_Strict):
+    """One file configures every pipeline.
+
+    `retrieval_only: true` evaluates retrieval alone, with no LLM at all: no synthetic pairs, no
+    answers, no keyword tests, no judges (for labelled sets; their reference answers are kept in
+    the evaluation set for a later full run). `reports_dir`: where `run.py` writes the HTML
+    reports (default: `reports/` under the current directory).
+    """
+
+    PATH_KEYS: ClassVar[tuple[str, ...]] = (
+        "ingest.corpus.paths", "testset.imports.path", "testset.handwritten_retrieval_cases",
+        "testset.zenml_qa", "evaluate.e2e.tables", "reports_dir",
+    )
+
     ingest: IngestConfig = Field(default_factory=IngestConfig)
     testset: EvalSetConfig = Field(default_factory=EvalSetConfig)
     evaluate: EvaluateConfig = Field(default_factory=EvaluateConfig)
+    retrieval_only: bool = False
+    reports_dir: str | None = None
+
+    @model_validator(mode="after")
+    def _retrieval_only_calls_no_llm(self) -> FullConfig:
+        if self.retrieval_only:
+            self.testset.synthetic = False
+            self.evaluate.e2e.enabled = False
+            self.evaluate.judges.enabled = []
+            self.evaluate.judge_panel = []
+        return self
 
 
 def system_fingerprint(system: SystemUnderTest, embedding: EmbeddingSettings, chunking: ChunkingSettings) -> str:

@@ -2,7 +2,8 @@
 
 A file may start with `include: [other.yaml, ...]` (paths relative to it): the included files are
 merged first, then the file's own keys override them, recursively for mappings. Unknown keys are
-errors that name the key and the file.
+errors that name the key and the file. Relative paths under the model's `PATH_KEYS` (dotted keys;
+lists are walked) resolve against the directory of the file that sets them, before merging.
 
 Example:
     >>> from ragwatch.config import EvaluateConfig
@@ -11,6 +12,7 @@ Example:
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -35,9 +37,41 @@ def deep_merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]
     return merged
 
 
-def read_yaml(path: str | Path, _seen: tuple[Path, ...] = ()) -> dict[str, Any]:
-    """Read a YAML mapping, resolving `include:` lists."""
-    path = Path(path).resolve()
+def resolve_paths(data: dict[str, Any], keys: Sequence[str], base: Path) -> dict[str, Any]:
+    """Make the relative paths at dotted `keys` absolute against `base`, in place (lists are walked:
+    `testset.imports.path` is the `path` of every import); `~` expands to the home directory."""
+    for key in keys:
+        _resolve(data, key.split("."), base)
+    return data
+
+
+def _absolute(value: Any, base: Path) -> Any:
+    if not isinstance(value, str) or not value.strip():
+        return value
+    path = Path(value).expanduser()
+    return str(path if path.is_absolute() else base / path)
+
+
+def _resolve(node: Any, parts: list[str], base: Path) -> None:
+    if isinstance(node, list):
+        for item in node:
+            _resolve(item, parts, base)
+        return
+    if not isinstance(node, dict) or parts[0] not in node:
+        return
+    if len(parts) > 1:
+        _resolve(node[parts[0]], parts[1:], base)
+    elif isinstance(node[parts[0]], list):
+        node[parts[0]] = [_absolute(v, base) for v in node[parts[0]]]
+    else:
+        node[parts[0]] = _absolute(node[parts[0]], base)
+
+
+def read_yaml(
+    path: str | Path, _seen: tuple[Path, ...] = (), *, path_keys: Sequence[str] = ()
+) -> dict[str, Any]:
+    """Read a YAML mapping, resolving `include:` lists and the relative paths at `path_keys`."""
+    path = Path(path).expanduser().resolve()
     if path in _seen:
         raise ConfigError(f"{path}: include cycle through {' -> '.join(str(p) for p in _seen)}")
     if not path.is_file():
@@ -52,9 +86,10 @@ def read_yaml(path: str | Path, _seen: tuple[Path, ...] = ()) -> dict[str, Any]:
     includes = data.pop("include", []) or []
     if isinstance(includes, str):
         includes = [includes]
+    resolve_paths(data, path_keys, path.parent)
     merged: dict[str, Any] = {}
     for include in includes:
-        merged = deep_merge(merged, read_yaml(path.parent / include, (*_seen, path)))
+        merged = deep_merge(merged, read_yaml(path.parent / include, (*_seen, path), path_keys=path_keys))
     return deep_merge(merged, data)
 
 
@@ -91,9 +126,20 @@ def validate_config(data: dict[str, Any], model: type[ConfigT], source: str = "c
         raise ConfigError(describe_validation_error(exc, source)) from None
 
 
-def load_config(path: str | Path, model: type[ConfigT], overrides: dict[str, Any] | None = None) -> ConfigT:
-    """Read, merge includes and overrides, and validate a YAML config file."""
-    data = read_yaml(path)
+def load_config(
+    path: str | Path,
+    model: type[ConfigT],
+    overrides: dict[str, Any] | None = None,
+    *,
+    path_keys: Sequence[str] | None = None,
+) -> ConfigT:
+    """Read, merge includes and overrides, and validate a YAML config file.
+
+    Relative paths at `path_keys` (default: the model's `PATH_KEYS`) resolve against the directory
+    of the file that sets them; `overrides` are taken as they are.
+    """
+    keys = path_keys if path_keys is not None else getattr(model, "PATH_KEYS", ())
+    data = read_yaml(path, path_keys=keys)
     if overrides:
         data = deep_merge(data, overrides)
     return validate_config(data, model, source=str(path))

@@ -18,6 +18,7 @@ from __future__ import annotations
 import csv
 import hashlib
 import json
+import random
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
@@ -61,8 +62,12 @@ class ImportSettings(BaseModel):
     """What to import and how to read it.
 
     `relevance_kind` applies to plain-string relevant values when no `relevant_kind` column says
-    otherwise. A row without relevant values but with contexts gets its contexts as `text` relevance
-    when `relevance_kind="text"`. CSV cells holding lists are JSON arrays or `list_separator`-joined.
+    otherwise: `document` for file names/paths of the corpus (or document ids that are file names),
+    `url` for web addresses of its pages, `chunk_id` for ids of indexed chunks, `text` for passages.
+    A row without relevant values but with contexts gets its contexts as `text` relevance when
+    `relevance_kind="text"`. CSV cells holding lists are JSON arrays or `list_separator`-joined.
+    `limit` keeps the first n usable rows; `sample` then keeps a seeded random n (in file order).
+    A relative `path` in a config file resolves against the config file's directory.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -75,6 +80,9 @@ class ImportSettings(BaseModel):
     split: str | None = None  # for a Hugging Face DatasetDict on disk
     keep_extra_columns: bool = True  # unmapped columns go into sample metadata
     require_relevance: bool = False  # skip rows without a relevant value (retrieval-only sets)
+    limit: int | None = Field(default=None, ge=1)
+    sample: int | None = Field(default=None, ge=1)
+    seed: int = 0
 
 
 class ImportReport(BaseModel):
@@ -84,6 +92,7 @@ class ImportReport(BaseModel):
     skipped: list[tuple[int, str]] = Field(default_factory=list)
     source: str = ""
     format: str = ""
+    usable: int | None = None  # usable rows before `limit`/`sample` (None: all were kept)
 
 
 # ------------------------------------------------------------------------------------ row parsing
@@ -221,9 +230,10 @@ def _collect(rows: Iterable[tuple[int, dict[str, Any] | str]], settings: ImportS
 
 # ------------------------------------------------------------------------------------- readers
 def _existing(path: str | Path) -> Path:
-    p = Path(path).expanduser()
+    p = Path(path).expanduser().absolute()
     if not p.exists():
-        raise DatasetImportError(f"dataset file not found: {p}; check `path` in the import config")
+        raise DatasetImportError(f"dataset file not found: {p}; check `path` in the import config "
+                                 "(relative paths resolve against the config file's directory)")
     return p
 
 
@@ -255,7 +265,11 @@ def _csv_rows(path: Path) -> Iterator[tuple[int, dict[str, Any] | str]]:
 
 
 def import_dataset(settings: ImportSettings) -> ImportReport:
-    """Read an evaluation set in any supported format."""
+    """Read an evaluation set in any supported format, then apply `limit` and `sample`."""
+    return subset(_read_dataset(settings), settings.limit, settings.sample, settings.seed)
+
+
+def _read_dataset(settings: ImportSettings) -> ImportReport:
     path = _existing(settings.path)
     if settings.format == "jsonl":
         return _collect(_jsonl_rows(path), settings)
@@ -270,6 +284,20 @@ def import_dataset(settings: ImportSettings) -> ImportReport:
     if settings.format == "handwritten":
         return import_handwritten_retrieval_cases(path)
     raise AssertionError(f"unhandled format {settings.format}")  # Literal keeps this unreachable
+
+
+def subset(report: ImportReport, limit: int | None = None, sample: int | None = None, seed: int = 0) -> ImportReport:
+    """The first `limit` samples, then a seeded random `sample` of them kept in file order.
+
+    >>> subset(report, sample=50, seed=1).samples  # the same 50 on every run  # doctest: +SKIP
+    """
+    samples = report.samples[:limit] if limit else report.samples
+    if sample and sample < len(samples):
+        keep = sorted(random.Random(seed).sample(range(len(samples)), sample))
+        samples = [samples[i] for i in keep]
+    if len(samples) == len(report.samples):
+        return report
+    return report.model_copy(update={"samples": samples, "usable": len(report.samples)})
 
 
 def _read_json(path: Path) -> Any:

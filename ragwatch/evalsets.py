@@ -28,6 +28,7 @@ def import_labelled_samples(config: EvalSetConfig) -> tuple[list[EvalSample], di
         samples.extend(result.samples)
         report[name] = {
             "imported": len(result.samples),
+            "usable_before_limit": result.usable if result.usable is not None else len(result.samples),
             "skipped": len(result.skipped),
             "skipped_rows": [f"{line}: {reason}" for line, reason in result.skipped[:20]],
         }

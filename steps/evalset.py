@@ -67,3 +67,11 @@ def assemble_eval_set(
     }
     log_metadata(metadata={"eval_set": metadata}, artifact_name="eval_set", infer_artifact=True)
     return EvalSet(samples=samples, metadata=metadata)
+
+
+@step
+def retrieval_only_set(eval_set: EvalSet) -> Annotated[EvalSet, "retrieval_eval_set"]:
+    """The evaluation set without reference answers (`retrieval_only`): nothing is answered or judged,
+    so no LLM is called; the stored `eval_set` keeps its answers for a later full run."""
+    samples = [s.model_copy(update={"reference_answer": None}) for s in eval_set.samples]
+    return EvalSet(samples=samples, metadata={**eval_set.metadata, "retrieval_only": True})

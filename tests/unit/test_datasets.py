@@ -203,3 +203,18 @@ def test_describe_samples_for_artifact_metadata():
     changed[1].question = "Which GPU does ZenML require?"
     assert describe_samples(changed)["fingerprint"] != info["fingerprint"]
     assert describe_samples(samples())["fingerprint"] == info["fingerprint"]
+
+
+def test_limit_and_seeded_sample(tmp_path):
+    path = tmp_path / "qa.jsonl"
+    path.write_text("".join(json.dumps({"id": f"q{i}", "question": f"question {i}?"}) + "\n" for i in range(20)))
+    first = import_dataset(ImportSettings(format="jsonl", path=str(path), limit=5))
+    assert [s.id for s in first.samples] == ["q0", "q1", "q2", "q3", "q4"] and first.usable == 20
+    picked = import_dataset(ImportSettings(format="jsonl", path=str(path), sample=4, seed=7))
+    again = import_dataset(ImportSettings(format="jsonl", path=str(path), sample=4, seed=7))
+    ids = [s.id for s in picked.samples]
+    assert ids == [s.id for s in again.samples] and len(set(ids)) == 4
+    assert ids == sorted(ids, key=lambda i: int(i[1:]))  # file order kept
+    both = import_dataset(ImportSettings(format="jsonl", path=str(path), limit=3, sample=10))
+    assert [s.id for s in both.samples] == ["q0", "q1", "q2"]
+    assert import_dataset(ImportSettings(format="jsonl", path=str(path))).usable is None
