@@ -6,6 +6,8 @@ from zenml import pipeline
 
 from ragwatch.config import FullConfig
 from ragwatch.e2e import E2ETables
+from ragwatch.evaluation import generator_settings
+from steps.evalset import retrieval_only_set
 from steps.evaluate import (
     collect_results,
     evaluate_retrieval_step,
@@ -13,6 +15,7 @@ from steps.evaluate import (
     judge_answers_step,
     run_e2e_tests_step,
 )
+from steps.labels import attach_human_labels
 from steps.track import build_report_step, track_evaluation
 
 
@@ -26,10 +29,17 @@ def evaluate(config: FullConfig, e2e_tables: E2ETables, system_fingerprint: str,
         eval_set = eval_set or Client().get_artifact_version("eval_set")
     evaluation = config.evaluate
     embedding = config.ingest.embedding
-    retrieval, _per_question = evaluate_retrieval_step(index, eval_set, evaluation, embedding)
-    answers = generate_answers(index, eval_set, evaluation, embedding)
-    e2e, _e2e_results = run_e2e_tests_step(index, e2e_tables, evaluation, embedding)
-    judges, agreement = judge_answers_step(eval_set, answers, evaluation, embedding)
+    if config.retrieval_only:  # no LLM at all: with no reference answers nothing is answered or judged
+        eval_set = retrieval_only_set(eval_set)
+    # each step gets only its part of the config: a judge setting never re-runs retrieval or answers
+    retrieval, _per_question = evaluate_retrieval_step(index, eval_set, evaluation.retrieval, embedding)
+    answers = generate_answers(index, eval_set, evaluation.system, embedding)
+    e2e, _e2e_results = run_e2e_tests_step(index, e2e_tables, evaluation.system, evaluation.e2e, embedding)
+    judges, agreement = judge_answers_step(
+        eval_set, answers, evaluation.judges, evaluation.judge_panel, generator_settings(evaluation.system),
+        embedding,
+    )
+    judges = attach_human_labels(judges, evaluation.system.model_name)  # PPI++ where people labelled items
     results = collect_results(eval_set, answers, judges)
     metrics, comparisons, gate = track_evaluation(
         retrieval, e2e, judges, eval_set, answers, evaluation, system_fingerprint

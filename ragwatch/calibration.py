@@ -50,7 +50,7 @@ from ragwatch.judges.base import (
     model_name,
     usage_of,
 )
-from ragwatch.judges.weights import yes_probability_at
+from ragwatch.llm.logprobs import yes_probability_at
 from ragwatch.llm.types import LLMSettings
 from ragwatch.results import ItemScore, MetricResult
 from ragwatch.stats import bootstrap_paired_diff_ci

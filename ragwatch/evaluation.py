@@ -63,6 +63,11 @@ def evaluate_retrieval_modes(
     return metrics, pd.DataFrame(rows)
 
 
+def generator_settings(system: SystemUnderTest) -> LLMSettings | None:
+    """The generator of the built-in system; None for a system of the user's own (callable, HTTP)."""
+    return system.generator if system.rag.kind == "builtin" else None
+
+
 def build_system(
     system: SystemUnderTest, index: Index | None, embedder: Embedder | None
 ) -> tuple[RAGSystem, LLMClient | None]:
@@ -90,10 +95,15 @@ def judge_answers(
     answers: list[RagAnswer],
     config: JudgesConfig,
     embedder: Embedder | None = None,
-    generator_llm: LLMClient | None = None,
+    generator: LLMSettings | None = None,
 ) -> tuple[dict[str, MetricResult], dict[str, Any]]:
-    """Every enabled judge on the answered samples; returns the metrics and the judge LLM's usage."""
+    """Every enabled judge on the answered samples; returns the metrics and the judge LLM's usage.
+
+    `generator` is the built-in system's generator (None for a system of the user's own): answer
+    confidence uses the logprobs captured at generation, perplexity may rescore answers with it.
+    """
     llm = LLMClient(config.llm)
+    generator_llm = LLMClient(generator) if generator is not None else None
     judges = build_judges(config, llm, embedder=embedder, generator_llm=generator_llm)
     metrics = run_judges(judges, samples, answers)
     for result in metrics.values():

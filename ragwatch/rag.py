@@ -226,6 +226,10 @@ class BuiltinRAG:
             context, used = format_contexts(hits, self.settings.max_context_chars)
             prompts.append(build_prompt(self.settings.prompt_template, question, context))
             shown.append(used)
+        from ragwatch.llm.logprobs import mean_logprob, supports_logprobs
+
+        if supports_logprobs(self.llm.settings):  # answer confidence at no extra call
+            overrides.setdefault("logprobs", True)
         generations = self.llm.generate_many(prompts, desc="rag answers", **overrides)
         return [
             RagAnswer(
@@ -234,6 +238,7 @@ class BuiltinRAG:
                 contexts=used,
                 timings={"retrieval_s": retrieval_s, "generation_s": gen.latency_s},
                 error=None if gen.ok else f"generation failed: {gen.error}",
+                mean_logprob=mean_logprob(gen) if gen.ok else None,
             )
             for question, used, gen in zip(questions, shown, generations, strict=True)
         ]

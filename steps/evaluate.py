@@ -1,4 +1,8 @@
-"""Evaluation steps: retrieval, answers, handcrafted tests, judges, the per-item table."""
+"""Evaluation steps: retrieval, answers, handcrafted tests, judges, the per-item table.
+
+Each step takes only the part of the evaluate config it uses, so that changing a judge setting
+re-runs the judges and not retrieval or answer generation (the step cache keys on parameters).
+"""
 
 from __future__ import annotations
 
@@ -8,7 +12,7 @@ import pandas as pd
 from zenml import log_metadata, step
 
 from ragwatch.artifacts import AnswerSet, EvalSet, MetricGroup
-from ragwatch.config import EvaluateConfig
+from ragwatch.config import E2ESettings, RetrievalEvalSettings, SystemUnderTest
 from ragwatch.e2e import E2ETables
 from ragwatch.embeddings import EmbeddingSettings, get_embedder
 from ragwatch.evalsets import generation_samples
@@ -22,16 +26,18 @@ from ragwatch.evaluation import (
     run_handcrafted_tests,
 )
 from ragwatch.index import Index
+from ragwatch.judges import JudgesConfig
+from ragwatch.llm.types import LLMSettings
 from steps.secrets import export_api_keys
 
 
 @step
 def evaluate_retrieval_step(
-    index: Index, eval_set: EvalSet, config: EvaluateConfig, embedding: EmbeddingSettings
+    index: Index, eval_set: EvalSet, retrieval: RetrievalEvalSettings, embedding: EmbeddingSettings
 ) -> tuple[Annotated[MetricGroup, "retrieval_metrics"], Annotated[pd.DataFrame, "retrieval_per_question"]]:
     """Hit rate, MRR, MAP, nDCG, recall and precision at k, for every configured retrieval mode."""
     metrics, per_question = evaluate_retrieval_modes(
-        index, eval_set.samples, config.retrieval, get_embedder(embedding)
+        index, eval_set.samples, retrieval, get_embedder(embedding)
     )
     group = MetricGroup(group="retrieval", metrics=metrics)
     log_metadata(metadata={"retrieval": {name: m.score for name, m in metrics.items()}})
@@ -40,11 +46,11 @@ def evaluate_retrieval_step(
 
 @step
 def generate_answers(
-    index: Index, eval_set: EvalSet, config: EvaluateConfig, embedding: EmbeddingSettings
+    index: Index, eval_set: EvalSet, system: SystemUnderTest, embedding: EmbeddingSettings
 ) -> Annotated[AnswerSet, "rag_answers"]:
     """The system under test answers every sample that has a reference answer."""
     export_api_keys()
-    rag, llm = build_system(config.system, index, get_embedder(embedding))
+    rag, llm = build_system(system, index, get_embedder(embedding))
     samples = generation_samples(eval_set.samples)
     answers = answer_questions(rag, samples)
     metadata = {
@@ -63,13 +69,13 @@ def generate_answers(
 
 @step
 def run_e2e_tests_step(
-    index: Index, tables: E2ETables, config: EvaluateConfig, embedding: EmbeddingSettings
+    index: Index, tables: E2ETables, system: SystemUnderTest, e2e: E2ESettings, embedding: EmbeddingSettings
 ) -> tuple[Annotated[MetricGroup, "e2e_metrics"], Annotated[pd.DataFrame, "e2e_results"]]:
     """The handcrafted keyword tests, through the system under test."""
-    if not config.e2e.enabled or tables.n_cases == 0:
+    if not e2e.enabled or tables.n_cases == 0:
         return MetricGroup(group="e2e"), pd.DataFrame()
     export_api_keys()
-    rag, _ = build_system(config.system, index, get_embedder(embedding))
+    rag, _ = build_system(system, index, get_embedder(embedding))
     report = run_handcrafted_tests(rag, tables)
     log_metadata(metadata={"e2e": {name: m.score for name, m in report.metrics.items()}})
     frame = pd.DataFrame([r.model_dump() for r in report.results])
@@ -78,20 +84,28 @@ def run_e2e_tests_step(
 
 @step
 def judge_answers_step(
-    eval_set: EvalSet, answers: AnswerSet, config: EvaluateConfig, embedding: EmbeddingSettings
+    eval_set: EvalSet,
+    answers: AnswerSet,
+    judges: JudgesConfig,
+    judge_panel_models: list[LLMSettings],
+    generator: LLMSettings | None,
+    embedding: EmbeddingSettings,
 ) -> tuple[Annotated[MetricGroup, "judge_metrics"], Annotated[pd.DataFrame, "judge_agreement"]]:
-    """Every enabled LLM judge (and the embedding similarity) on the answers; with a judge panel,
-    the same judges with each panel model and their agreement."""
+    """Every enabled judge (LLM judges, embedding similarity, answer confidence) on the answers;
+    with a judge panel, the same judges with each panel model and their agreement.
+
+    `generator` is the built-in system's generator (None for the user's own system), for perplexity.
+    """
     export_api_keys()
     samples, answered = generation_samples(eval_set.samples), list(answers.answers)
     embedder = get_embedder(embedding)
-    metrics, usage = judge_answers(samples, answered, config.judges, embedder=embedder)
+    metrics, usage = judge_answers(samples, answered, judges, embedder=embedder, generator=generator)
     agreement = pd.DataFrame(columns=["metric", "judge"])
-    if config.judge_panel:
-        agreement = judge_panel(samples, answered, config.judges, config.judge_panel, metrics, embedder)
+    if judge_panel_models:
+        agreement = judge_panel(samples, answered, judges, judge_panel_models, metrics, embedder)
     log_metadata(
         metadata={
-            "judges": {name: m.score for name, m in metrics.items()},
+            "judges": {name: m.score for name, m in metrics.items() if m.score is not None},
             "usage": {"judge": usage},
         }
     )

@@ -1,4 +1,9 @@
-"""LLM judges: one per file (prompt + pydantic output schema + scoring), all calls through `LLMClient`.
+"""LLM judges: each declared once in its own file, all run by one engine (`engine.py`).
+
+A judge file declares its prompt(s), pydantic input/output models, how a reply becomes a score and
+its typed `MetricInfo`, and registers itself by name (`registry.register_judge`); `JudgesConfig`
+validates each judge's options block against the model it registered. Every LLM call goes through
+`LLMClient`.
 
 Example:
     >>> from ragwatch.judges import JudgesConfig, build_judges, run_judges  # doctest: +SKIP
@@ -6,22 +11,25 @@ Example:
     >>> results = run_judges(build_judges(config, LLMClient(config.llm)), samples, answers)  # doctest: +SKIP
 """
 
-from ragwatch.judges.base import FewShotExample, Judge, fence, run_judges
+from ragwatch.judges.base import FewShotExample, Judge, fence
 from ragwatch.judges.compare import compare_judges
 from ragwatch.judges.config import JudgesConfig, build_judges
 from ragwatch.judges.correctness import CorrectnessJudge
 from ragwatch.judges.custom import CustomRubric, CustomRubricJudge, load_custom_rubrics, parse_custom_rubrics
-from ragwatch.judges.faithfulness import FaithfulnessJudge
+from ragwatch.judges.engine import Call, LLMJudge, Score, gather, run_judge, run_judges
+from ragwatch.judges.faithfulness import FaithfulnessJudge, StatementVerdict, verify_statements
 from ragwatch.judges.injection import inject, injection_inflation
 from ragwatch.judges.likert import Criterion, LikertJudge
 from ragwatch.judges.perplexity import PerplexityJudge
 from ragwatch.judges.prometheus import parse_prometheus
+from ragwatch.judges.registry import JudgeDeps, JudgeOptions, register_judge
 from ragwatch.judges.relevance import AnswerRelevanceJudge, ContextRelevanceJudge
 from ragwatch.judges.rubric import RubricJudge
 from ragwatch.judges.similarity import SimilarityJudge
 
 __all__ = [
     "AnswerRelevanceJudge",
+    "Call",
     "ContextRelevanceJudge",
     "CorrectnessJudge",
     "Criterion",
@@ -30,18 +38,27 @@ __all__ = [
     "FaithfulnessJudge",
     "FewShotExample",
     "Judge",
+    "JudgeDeps",
+    "JudgeOptions",
     "JudgesConfig",
+    "LLMJudge",
     "LikertJudge",
     "PerplexityJudge",
     "RubricJudge",
+    "Score",
     "SimilarityJudge",
+    "StatementVerdict",
     "build_judges",
     "compare_judges",
     "fence",
+    "gather",
     "inject",
     "injection_inflation",
     "load_custom_rubrics",
     "parse_custom_rubrics",
     "parse_prometheus",
+    "register_judge",
+    "run_judge",
     "run_judges",
+    "verify_statements",
 ]

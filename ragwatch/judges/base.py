@@ -1,4 +1,4 @@
-"""What every judge shares: the `Judge` protocol, fencing of untrusted text, usage and result helpers.
+"""What every judge shares: the `Judge` protocol, fencing of untrusted text, few-shot examples.
 
 Untrusted text (questions, answers, documents) goes into prompts only through `fence`, which wraps it
 in delimiters the judge is told to treat as data and strips look-alike delimiters from the text, so a
@@ -15,14 +15,33 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Sequence
-from typing import Any, Literal, Protocol, runtime_checkable
+from collections.abc import Sequence
+from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict
 
+from ragwatch.judges.engine import (
+    Score,
+    check_aligned,
+    logprob_overrides,
+    mean,
+    metric_result,
+    model_name,
+    run_judges,
+    usage_of,
+)
 from ragwatch.llm.types import Generation, Usage
-from ragwatch.results import ItemScore, MetricResult
+from ragwatch.results import ItemScore, MetricInfo, MetricResult
 from ragwatch.types import EvalSample, RagAnswer
+
+__all__ = [  # the engine's helpers are re-exported: code outside judges/ imports them from here
+    "check_aligned",
+    "logprob_overrides",
+    "mean",
+    "model_name",
+    "run_judges",
+    "usage_of",
+]
 
 PromptFamily = Literal["json", "prometheus"]
 LIKERT = (1, 2, 3, 4, 5)
@@ -66,34 +85,17 @@ class FewShotExample(BaseModel):
     output: dict[str, Any]
 
 
-@runtime_checkable
 class Judge(Protocol):
-    """A judge scores answers; samples and answers are aligned by position."""
+    """What the engine and the registry hand out: named metrics and `evaluate_all`."""
 
-    name: str
+    metrics: dict[str, MetricInfo]
 
-    def evaluate(self, samples: list[EvalSample], answers: list[RagAnswer]) -> MetricResult: ...
-
-
-def check_aligned(samples: Sequence[EvalSample], answers: Sequence[RagAnswer]) -> None:
-    if len(samples) != len(answers):
-        raise ValueError(
-            f"{len(samples)} samples but {len(answers)} answers: pass one answer per sample, "
-            "in the same order (answers[i] answers samples[i])"
-        )
+    def evaluate_all(self, samples: list[EvalSample], answers: list[RagAnswer]) -> dict[str, MetricResult]: ...
 
 
 def answer_error(answer: RagAnswer) -> str | None:
     """The failure reason to record for an answer the system under test did not produce."""
     return None if answer.error is None else f"the system under test failed: {answer.error}"
-
-
-def usage_of(generations: Iterable[Generation], model: str) -> Usage:
-    """Usage totals of exactly these generations (per judge, not the client's lifetime)."""
-    usage = Usage(model=model)
-    for gen in generations:
-        usage.add(gen)
-    return usage
 
 
 def generation_error(gen: Generation) -> str:
@@ -103,16 +105,6 @@ def generation_error(gen: Generation) -> str:
     return f"judge call failed: {gen.error}{excerpt}"
 
 
-def model_name(llm: Any) -> str:
-    """The judge model's name, for usage records and comparison tables."""
-    settings = getattr(llm, "settings", None)
-    return str(getattr(settings, "model", "") or "")
-
-
-def mean(values: Sequence[float]) -> float | None:
-    return sum(values) / len(values) if values else None
-
-
 def build_result(
     name: str,
     items: list[ItemScore],
@@ -120,63 +112,20 @@ def build_result(
     *,
     threshold: float | None = None,
     extra: dict[str, Any] | None = None,
+    info: MetricInfo | None = None,
 ) -> MetricResult:
-    """`MetricResult` with the details every judge reports: usage, threshold/pass rate, weighted mean."""
-    details: dict[str, Any] = {"usage": usage.model_dump()}
-    if threshold is not None:
-        judged = [it.passed for it in items if it.ok and it.passed is not None]
-        details["threshold"] = threshold
-        details["pass_rate"] = sum(judged) / len(judged) if judged else None
-    weighted = [
-        it.details["weighted_score"]
-        for it in items
-        if it.ok and isinstance(it.details.get("weighted_score"), int | float)
-    ]
-    details["weighted"] = mean(weighted)
-    details["n_weighted"] = len(weighted)
-    details.update(extra or {})
-    return MetricResult.from_items(name, items, details=details)
+    """`MetricResult` from ready `ItemScore`s, for code outside the engine (e.g. calibration)."""
+    extra = dict(extra or {})
+    higher = extra.pop("higher_is_better", True)
+    info = info or MetricInfo(
+        direction="higher" if higher else "lower",
+        threshold=threshold,
+        binary=threshold is not None and all(it.score in (0, 1) for it in items if it.ok),
+        prompt_version=extra.get("prompt_version"),
+    )
+    scores = [Score(score=it.score, details=it.details, error=it.error, passed=it.passed) for it in items]
+    return metric_result(name, [it.item_id for it in items], scores, info, usage, extra)
 
 
 def to_json(obj: Any) -> str:
     return json.dumps(obj, ensure_ascii=False)
-
-
-def logprob_overrides(use_logprobs: bool, top_logprobs: int = 5) -> dict[str, Any]:
-    """Overrides for `generate_many` that ask the provider for token logprobs."""
-    return {"logprobs": True, "top_logprobs": top_logprobs} if use_logprobs else {}
-
-
-class MultiMetricJudge(Protocol):
-    """A judge that yields several metrics from one set of calls (e.g. the four-criterion rubric)."""
-
-    name: str
-
-    def evaluate_all(
-        self, samples: list[EvalSample], answers: list[RagAnswer]
-    ) -> dict[str, MetricResult]: ...
-
-
-def run_judges(
-    judges: Sequence[Judge | MultiMetricJudge], samples: list[EvalSample], answers: list[RagAnswer]
-) -> dict[str, MetricResult]:
-    """Run every judge; one-metric judges give `{judge.name: result}`, multi-metric ones all theirs.
-
-    Example:
-        >>> results = run_judges(build_judges(JudgesConfig(), llm), samples, answers)  # doctest: +SKIP
-    """
-    check_aligned(samples, answers)
-    results: dict[str, MetricResult] = {}
-    for judge in judges:
-        produced = (
-            judge.evaluate_all(samples, answers)
-            if hasattr(judge, "evaluate_all")
-            else {judge.name: judge.evaluate(samples, answers)}  # type: ignore[union-attr]
-        )
-        for name, result in produced.items():
-            if name in results:
-                raise ValueError(
-                    f"two judges produce a metric named {name!r}: give custom judges unique names"
-                )
-            results[name] = result
-    return results

@@ -3,7 +3,7 @@
 One row per (metric, judge). Agreement columns compare each judge with a reference judge (the
 first one unless `reference=` names another) over the items both scored: Cohen's kappa and Hamming
 distance on pass/fail, Spearman on the scores, and for 1-5 metrics quadratic-weighted kappa. Pass/fail
-is an item's `passed`, or `score >= details["threshold"]` when the metric has a threshold.
+is an item's `passed`, or `score >= info.threshold` when the metric has a threshold.
 Agreement math comes from `ragwatch.agreement`.
 
 Example:
@@ -19,15 +19,14 @@ from typing import Any
 import pandas as pd
 
 from ragwatch.agreement import cohen_kappa, hamming_distance, spearman, weighted_kappa
-from ragwatch.results import ItemScore, MetricResult
+from ragwatch.judges.engine import passes
+from ragwatch.results import ItemScore, MetricInfo, MetricResult
 
 
-def _pass_label(item: ItemScore, threshold: Any) -> bool | None:
+def _pass_label(item: ItemScore, info: MetricInfo) -> bool | None:
     if item.passed is not None:
         return item.passed
-    if isinstance(threshold, int | float) and item.score is not None:
-        return item.score >= threshold
-    return None
+    return passes(item.score, info) if item.score is not None else None
 
 
 def _distribution(scores: list[float]) -> dict[str, int] | dict[str, float]:
@@ -103,7 +102,7 @@ def _agreement(ref: MetricResult, other: MetricResult) -> dict[str, Any]:
     if all(v.is_integer() and 1 <= v <= 5 for v in a + b):
         out["kappa_weighted"] = weighted_kappa([int(v) for v in a], [int(v) for v in b])
     labels = [
-        (_pass_label(x, ref.details.get("threshold")), _pass_label(y, other.details.get("threshold")))
+        (_pass_label(x, ref.info), _pass_label(y, other.info))
         for x, y in pairs
     ]
     labels = [(p, q) for p, q in labels if p is not None and q is not None]

@@ -6,7 +6,7 @@ Samples without a reference answer are failed items ("no reference answer"), nev
 Example:
     >>> judge = CorrectnessJudge(LLMClient(LLMSettings()))  # doctest: +SKIP
     >>> result = judge.evaluate(samples, answers)  # doctest: +SKIP
-    >>> result.score, result.details["pass_rate"]  # doctest: +SKIP
+    >>> result.score, result.details["pass_rate"], result.info.threshold  # doctest: +SKIP
 """
 
 from __future__ import annotations
@@ -15,7 +15,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from ragwatch.judges.base import FewShotExample, PromptFamily
-from ragwatch.judges.likert import Criterion, LikertJudge
+from ragwatch.judges.likert import Criterion, LikertJudge, LikertOptions
+from ragwatch.judges.registry import JudgeDeps, register_judge
 
 PROMPT_VERSION = "correctness-v1"
 DEFAULT_THRESHOLD = 4.0
@@ -44,7 +45,7 @@ class CorrectnessJudge(LikertJudge):
         self,
         llm: Any,
         *,
-        threshold: float = DEFAULT_THRESHOLD,
+        threshold: float | None = DEFAULT_THRESHOLD,
         prompt_family: PromptFamily = "json",
         few_shot: Sequence[FewShotExample | dict[str, Any]] = (),
         use_logprobs: bool = False,
@@ -60,3 +61,14 @@ class CorrectnessJudge(LikertJudge):
             use_logprobs=use_logprobs,
             prompt_version=PROMPT_VERSION,
         )
+
+
+@register_judge("correctness", options=LikertOptions, default=True)
+def build(options: LikertOptions, deps: JudgeDeps) -> CorrectnessJudge:
+    return CorrectnessJudge(
+        deps.llm,
+        threshold=options.threshold,  # None is honoured: no pass/fail reading
+        prompt_family=options.prompt_family,
+        few_shot=options.few_shot,
+        use_logprobs=deps.use_logprobs,
+    )

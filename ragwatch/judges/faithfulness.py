@@ -1,11 +1,16 @@
 """Faithfulness, statement by statement: is every claim of the answer supported by the retrieved contexts?
 
 Stage 1 splits each answer into at most `max_statements` standalone statements (one batch).
-Stage 2 verifies each statement against the contexts (yes/no with a reason). Contexts longer than
-the judge's window (`max_context_tokens`, ~4 characters per token) are never truncated: they are cut
-into windows and checked by create-and-refine: window 1 first; a statement not yet supported is
-checked against window 2 together with the previous verdict, and so on (one batch per window).
-Item score = supported / total statements; with logprobs, `weighted_score` = mean P(yes).
+Stage 2 verifies the statements against the contexts. `verify: batched` (default) checks all
+statements of an answer in ONE call per context window (the reply lists a reason and a verdict per
+statement); `verify: per_statement` makes one call per statement. Contexts longer than the judge's
+window (`max_context_tokens`, ~4 characters per token) are never truncated: they are cut into windows
+and checked by create-and-refine: window 1 first; statements not yet supported are checked against
+window 2 together with their previous verdict, and so on (one stage per window).
+With logprobs, P(supported) of each statement is read at its verdict token, and the verdict is
+P(supported) >= `support_threshold` (default: the threshold the model registry declares for the judge
+model, else 0.5); without logprobs it is the greedy verdict. Item score = supported / total
+statements; `weighted_score` = mean P(supported). The per-statement reasons are in the item details.
 
 Rules for items that cannot be scored (explicit failures, never a score of 0 by default):
 empty answer -> "empty answer: no statements to verify"; no retrieved contexts -> "no retrieved
@@ -14,38 +19,30 @@ answer"; a statement whose every verification call failed -> failure naming the 
 
 Example:
     >>> result = FaithfulnessJudge(llm, max_statements=8).evaluate(samples, answers)  # doctest: +SKIP
-    >>> result.items[0].details["statements"], result.items[0].details["statement_scores"]  # doctest: +SKIP
+    >>> result.items[0].details["statements"], result.items[0].details["reasons"]  # doctest: +SKIP
+    >>> verify_statements(llm, context, ["Paris is the capital of France."])  # doctest: +SKIP
+    [StatementVerdict(statement='Paris is ...', verdict=True, p_supported=0.93, reason='...', window=1)]
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field, StringConstraints, create_model
 
-from ragwatch.judges.base import (
-    DATA_RULE,
-    FewShotExample,
-    answer_error,
-    build_result,
-    check_aligned,
-    fence,
-    generation_error,
-    logprob_overrides,
-    mean,
-    model_name,
-    to_json,
-    usage_of,
-)
-from ragwatch.judges.weights import yes_probability_at
-from ragwatch.llm.types import Generation
-from ragwatch.results import ItemScore, MetricResult
+from ragwatch.judges.base import DATA_RULE, FewShotExample, answer_error, fence, generation_error, to_json
+from ragwatch.judges.engine import Call, LLMJudge, Plan, Score, drive, gather, mean, model_name
+from ragwatch.judges.registry import JudgeDeps, JudgeOptions, register_judge
+from ragwatch.llm.logprobs import yes_probabilities_at
+from ragwatch.results import MetricInfo
 from ragwatch.types import EvalSample, RagAnswer
 
-PROMPT_VERSION = "faithfulness-v1"
+PROMPT_VERSION = "faithfulness-v2"  # v2: batched verification (per_statement prompts unchanged)
+DEFAULT_SUPPORT_THRESHOLD = 0.5
+VerifyMode = Literal["batched", "per_statement"]
 CHARS_PER_TOKEN = 4
 STATEMENT_CHARS = 300
 REASON_CHARS = 400
@@ -69,9 +66,39 @@ VERIFY_SYSTEM = (
 )
 
 
-class StatementVerdict(BaseModel):
+VERIFY_BATCH_SYSTEM = (
+    "You check, for each numbered STATEMENT, whether it is supported by the CONTEXT. Supported (yes) "
+    "means the context states it or it follows directly from the context; otherwise (not mentioned, "
+    "contradicted, or only plausible) the verdict is no. Use only the context, not your own knowledge. "
+    "Judge each statement on its own.\n"
+    f"{DATA_RULE}\n"
+    "For every statement, in order, first give a one-sentence reason, then the verdict. Reply with JSON "
+    'only: {"verdicts": [{"reason": "<why>", "verdict": "yes" or "no"}, ...]} with one entry per statement.'
+)
+
+
+class VerdictReply(BaseModel):
+    """The judge's reply for one statement: a reason first, then the verdict."""
+
     reason: str = Field(max_length=REASON_CHARS)
     verdict: Literal["yes", "no"]
+
+
+@lru_cache(maxsize=64)
+def verdicts_schema(n: int) -> type[BaseModel]:
+    """Exactly `n` verdicts (grammar-constrained decoders honour min/maxItems), one per statement."""
+    return create_model("Verdicts", verdicts=(list[VerdictReply], Field(min_length=n, max_length=n)))
+
+
+class StatementVerdict(BaseModel):
+    """The verification of one statement: verdict, P(supported) when logprobs were read, the reason."""
+
+    statement: str
+    verdict: bool | None  # None: undecided (every call that could decide it failed)
+    p_supported: float | None = None
+    reason: str = ""
+    window: int | None = None  # the context window that decided
+    error: str | None = None
 
 
 def statements_schema(max_statements: int) -> type[BaseModel]:
@@ -112,6 +139,39 @@ def verify_prompt(
     return "\n".join(parts)
 
 
+def verify_batch_prompt(
+    statements: Sequence[str],
+    window: list[str],
+    index: int,
+    total: int,
+    previous: Sequence[tuple[str, str] | None] = (),
+) -> str:
+    """All statements against one window; from window 2 on each carries its previous verdict."""
+    label = f"CONTEXT PART {index + 1} OF {total}" if total > 1 else "CONTEXT"
+    parts = [fence(f"{label} PASSAGE {k}", text) for k, text in enumerate(window, start=1)]
+    for k, statement in enumerate(statements, start=1):
+        parts.append(fence(f"STATEMENT {k}", statement))
+        earlier = previous[k - 1] if k - 1 < len(previous) else None
+        if earlier is not None:
+            parts.append(f"On the earlier parts of the context the verdict for STATEMENT {k} was "
+                         f"{earlier[0].upper()}: {fence(f'EARLIER REASON {k}', earlier[1])}")
+    if any(p is not None for p in previous):
+        parts.append("The context is long, so it is checked in parts. Refine each verdict with this new "
+                     "part: yes if this part (alone or with the earlier finding) supports the statement.")
+    n = len(statements)
+    parts.append(f"Give exactly {n} verdict{'s' if n > 1 else ''}, one per STATEMENT in order. "
+                 "Reply with the JSON object only.")
+    return "\n".join(parts)
+
+
+def judge_support_threshold(llm: Any) -> float:
+    """The P(supported) cut-off the model registry declares for this judge model, else 0.5."""
+    from ragwatch.llm.models import support_threshold_for
+
+    declared = support_threshold_for(model_name(llm))
+    return float(declared) if declared is not None else DEFAULT_SUPPORT_THRESHOLD
+
+
 _BREAKS = ("\n\n", "\n", ". ", " ")
 
 
@@ -150,20 +210,177 @@ def context_windows(contexts: Sequence[str], max_chars: int) -> list[list[str]]:
     return windows
 
 
-@dataclass
 class _Check:
-    """One statement's verification across windows."""
+    """One statement's verification across windows (mutable while the plan runs)."""
 
-    item: int
-    statement: str
-    verdict: str | None = None  # "yes" / "no" once a window answered
-    reason: str = ""
-    p_yes: float | None = None
-    window: int | None = None  # the window that decided
-    errors: list[str] = field(default_factory=list)
+    def __init__(self, statement: str) -> None:
+        self.statement = statement
+        self.greedy: str | None = None  # "yes" / "no" once a window answered
+        self.supported: bool | None = None
+        self.reason = ""
+        self.p_yes: float | None = None
+        self.window: int | None = None
+        self.errors: list[str] = []
+
+    def record(self, reply: VerdictReply, p_yes: float | None, window: int, threshold: float | None) -> None:
+        self.greedy, self.reason, self.p_yes, self.window = reply.verdict, reply.reason, p_yes, window
+        # with a probability the cut-off decides; the greedy token is the fallback
+        self.supported = p_yes >= threshold if (p_yes is not None and threshold is not None) else (
+            reply.verdict == "yes"
+        )
+
+    def verdict(self) -> StatementVerdict:
+        undecided = not self.supported and bool(self.errors)  # a failed window might have supported it
+        return StatementVerdict(
+            statement=self.statement,
+            verdict=None if undecided else bool(self.supported),
+            p_supported=self.p_yes,
+            reason=self.reason,
+            window=self.window,
+            error=self.errors[0] if undecided else None,
+        )
 
 
-class FaithfulnessJudge:
+class Verifier:
+    """Stage 2: statements against context windows by create-and-refine, batched or per statement."""
+
+    def __init__(
+        self,
+        *,
+        verify: VerifyMode = "batched",
+        max_context_tokens: int = 1500,
+        use_logprobs: bool = False,
+        support_threshold: float | None = None,
+        examples: Sequence[tuple[str, list[str], VerdictReply]] = (),
+    ) -> None:
+        if verify not in ("batched", "per_statement"):
+            raise ValueError(f"verify must be 'batched' or 'per_statement', not {verify!r}")
+        if max_context_tokens < 50:
+            raise ValueError(
+                f"max_context_tokens must be >= 50 (the judge's context window), got {max_context_tokens}"
+            )
+        self.verify = verify
+        self.max_context_chars = max_context_tokens * CHARS_PER_TOKEN
+        self.use_logprobs = use_logprobs
+        self.threshold = support_threshold if use_logprobs else None
+        self.single_examples: list[dict[str, str]] = []
+        self.batch_examples: list[dict[str, str]] = []
+        for statement, window, reply in examples:
+            answer = to_json(reply.model_dump())
+            self.single_examples += [
+                {"role": "user", "content": verify_prompt(statement, window, 0, 1, None)},
+                {"role": "assistant", "content": answer},
+            ]
+            self.batch_examples += [
+                {"role": "user", "content": verify_batch_prompt([statement], window, 0, 1)},
+                {"role": "assistant", "content": to_json({"verdicts": [reply.model_dump()]})},
+            ]
+
+    def windows(self, contexts: Sequence[str]) -> list[list[str]]:
+        return context_windows(contexts, self.max_context_chars)
+
+    def plan(self, contexts: Sequence[str], statements: Sequence[str]) -> Plan:
+        """Create-and-refine: one stage per window, only statements not yet supported go on."""
+        checks = [_Check(s) for s in statements]
+        windows = self.windows(contexts)
+        for w, window in enumerate(windows):
+            pending = [c for c in checks if not c.supported]
+            if not pending:
+                break
+            previous = [(c.greedy or "no", c.reason) if c.greedy is not None else None for c in pending]
+            if self.verify == "batched":
+                prompt = verify_batch_prompt([c.statement for c in pending], window, w, len(windows), previous)
+                (gen,) = yield [Call([*self.batch_examples, {"role": "user", "content": prompt}],
+                                     verdicts_schema(len(pending)), VERIFY_BATCH_SYSTEM, self.use_logprobs)]
+                if not gen.ok or gen.parsed is None:
+                    for c in pending:
+                        c.errors.append(f"window {w + 1}: {generation_error(gen)}")
+                    continue
+                probs = yes_probabilities_at(gen) if self.use_logprobs else []
+                if len(probs) != len(pending):  # positions not found: fall back to greedy verdicts
+                    probs = [None] * len(pending)
+                for c, reply, p in zip(pending, gen.parsed.verdicts, probs, strict=True):
+                    c.record(reply, p, w + 1, self.threshold)
+            else:
+                gens = yield [
+                    Call([*self.single_examples, {"role": "user", "content": verify_prompt(
+                        c.statement, window, w, len(windows), prev)}], VerdictReply, VERIFY_SYSTEM,
+                        self.use_logprobs)
+                    for c, prev in zip(pending, previous, strict=True)
+                ]
+                for c, gen in zip(pending, gens, strict=True):
+                    if not gen.ok or gen.parsed is None:
+                        c.errors.append(f"window {w + 1}: {generation_error(gen)}")
+                        continue
+                    probs = yes_probabilities_at(gen) if self.use_logprobs else []
+                    c.record(gen.parsed, probs[-1] if probs else None, w + 1, self.threshold)
+        return [c.verdict() for c in checks], len(windows)
+
+
+def verify_many(
+    llm: Any,
+    items: Sequence[tuple[str | Sequence[str], Sequence[str]]],
+    *,
+    verify: VerifyMode = "batched",
+    use_logprobs: bool = True,
+    support_threshold: float | None = None,
+    max_context_tokens: int = 1500,
+) -> list[list[StatementVerdict]]:
+    """`verify_statements` for many (context, statements) sets, every stage in one batch."""
+    threshold = support_threshold if support_threshold is not None else judge_support_threshold(llm)
+    verifier = Verifier(verify=verify, max_context_tokens=max_context_tokens, use_logprobs=use_logprobs,
+                        support_threshold=threshold)
+    plans = {
+        str(k): verifier.plan([context] if isinstance(context, str) else list(context), list(statements))
+        for k, (context, statements) in enumerate(items)
+    }
+    outcomes, _gens = drive(gather(plans), llm)
+    out = []
+    for k in range(len(items)):
+        value = outcomes[str(k)]
+        if isinstance(value, Score):  # the plan itself broke: every statement is undecided
+            value = ([StatementVerdict(statement=s, verdict=None, error=value.error) for s in items[k][1]], 0)
+        out.append(value[0])
+    return out
+
+
+def verify_statements(
+    llm: Any,
+    context: str | Sequence[str],
+    statements: Sequence[str],
+    *,
+    verify: VerifyMode = "batched",
+    use_logprobs: bool = True,
+    support_threshold: float | None = None,
+    max_context_tokens: int = 1500,
+) -> list[StatementVerdict]:
+    """Verify `statements` against `context` (one text or several passages) with the judge `llm`.
+
+    Batched: one call per context window for all statements; per_statement: one call per
+    statement. With logprobs the verdict is P(supported) >= `support_threshold` (default: the judge
+    model's declared threshold, else 0.5).
+
+    Example:
+        >>> verdicts = verify_statements(llm, article, ["The mayor resigned.", "It rained."])  # doctest: +SKIP
+        >>> [(v.verdict, round(v.p_supported, 2)) for v in verdicts]  # doctest: +SKIP
+        [(True, 0.91), (False, 0.12)]
+    """
+    return verify_many(
+        llm, [(context, statements)], verify=verify, use_logprobs=use_logprobs,
+        support_threshold=support_threshold, max_context_tokens=max_context_tokens,
+    )[0]
+
+
+class FaithfulnessOptions(JudgeOptions):
+    max_statements: int = Field(default=8, ge=1, le=50)
+    max_context_tokens: int = Field(default=1500, ge=50)
+    verify: VerifyMode = "batched"
+    # P(supported) cut-off with logprobs; None: the judge model's declared threshold, else 0.5
+    support_threshold: float | None = Field(default=None, ge=0, le=1)
+    few_shot: list[FewShotExample] = Field(default_factory=list)
+
+
+class FaithfulnessJudge(LLMJudge):
     """Supported statements / total statements, verified against the contexts actually retrieved."""
 
     def __init__(
@@ -172,177 +389,111 @@ class FaithfulnessJudge:
         *,
         max_statements: int = 8,
         max_context_tokens: int = 1500,
+        verify: VerifyMode = "batched",
+        support_threshold: float | None = None,
         few_shot: Sequence[FewShotExample | dict[str, Any]] = (),
         use_logprobs: bool = False,
         name: str = "faithfulness",
     ) -> None:
         if max_statements < 1:
             raise ValueError(f"max_statements must be >= 1, got {max_statements}")
-        if max_context_tokens < 50:
-            raise ValueError(
-                f"max_context_tokens must be >= 50 (the judge's context window), got {max_context_tokens}"
-            )
-        self.name = name
+        self.metrics = {name: MetricInfo(scale=(0.0, 1.0), prompt_version=PROMPT_VERSION,
+                                         description="fraction of the answer's statements the contexts support")}
         self.llm = llm
         self.max_statements = max_statements
-        self.max_context_chars = max_context_tokens * CHARS_PER_TOKEN
         self.use_logprobs = use_logprobs
         self.schema = statements_schema(max_statements)
         self.split_examples: list[dict[str, str]] = []
-        self.verify_examples: list[dict[str, str]] = []
+        examples: list[tuple[str, list[str], VerdictReply]] = []
         for raw in few_shot:
-            self._add_example(FewShotExample.model_validate(raw))
-
-    def _add_example(self, ex: FewShotExample) -> None:
-        if "statement" in ex.input:  # a verification example: {statement, context} -> {reason, verdict}
-            verdict = StatementVerdict.model_validate(ex.output)
-            ctx = ex.input.get("context", ex.input.get("contexts", ""))
-            window = [str(c) for c in ctx] if isinstance(ctx, list) else [str(ctx)]
-            self.verify_examples += [
-                {"role": "user", "content": verify_prompt(str(ex.input["statement"]), window, 0, 1, None)},
-                {"role": "assistant", "content": to_json(verdict.model_dump())},
-            ]
-        elif "answer" in ex.input:  # a splitting example: {question, answer} -> {statements}
-            parsed = self.schema.model_validate(ex.output)
-            self.split_examples += [
-                {
-                    "role": "user",
-                    "content": split_prompt(str(ex.input.get("question", "")), str(ex.input["answer"])),
-                },
-                {"role": "assistant", "content": to_json(parsed.model_dump())},
-            ]
-        else:
-            raise ValueError(
-                "a faithfulness few-shot example needs input {question, answer} with output "
-                "{statements: [...]}, or input {statement, context} with output {reason, verdict}; "
-                f"got input keys {sorted(ex.input)}"
-            )
-
-    def evaluate(self, samples: list[EvalSample], answers: list[RagAnswer]) -> MetricResult:
-        check_aligned(samples, answers)
-        overrides = logprob_overrides(self.use_logprobs)
-        errors: dict[int, str] = {}
-        for i, answer in enumerate(answers):
-            if (err := answer_error(answer)) is not None:
-                errors[i] = err
-            elif not answer.answer.strip():
-                errors[i] = "empty answer: no statements to verify"
-            elif not answer.contexts:
-                errors[i] = "no retrieved contexts to verify against"
-        gens: list[Generation] = []
-
-        # Stage 1: statements (one batch).
-        todo = [i for i in range(len(samples)) if i not in errors]
-        split_gens = (
-            self.llm.generate_many(
-                [
-                    [
-                        *self.split_examples,
-                        {"role": "user", "content": split_prompt(samples[i].question, answers[i].answer)},
-                    ]
-                    for i in todo
-                ],
-                schema=self.schema,
-                system=SPLIT_SYSTEM.format(n=self.max_statements),
-            )
-            if todo
-            else []
+            ex = FewShotExample.model_validate(raw)
+            if "statement" in ex.input:  # a verification example: {statement, context} -> {reason, verdict}
+                ctx = ex.input.get("context", ex.input.get("contexts", ""))
+                window = [str(c) for c in ctx] if isinstance(ctx, list) else [str(ctx)]
+                examples.append((str(ex.input["statement"]), window, VerdictReply.model_validate(ex.output)))
+            elif "answer" in ex.input:  # a splitting example: {question, answer} -> {statements}
+                parsed = self.schema.model_validate(ex.output)
+                user = split_prompt(str(ex.input.get("question", "")), str(ex.input["answer"]))
+                self.split_examples += [
+                    {"role": "user", "content": user},
+                    {"role": "assistant", "content": to_json(parsed.model_dump())},
+                ]
+            else:
+                raise ValueError(
+                    "a faithfulness few-shot example needs input {question, answer} with output "
+                    "{statements: [...]}, or input {statement, context} with output {reason, verdict}; "
+                    f"got input keys {sorted(ex.input)}"
+                )
+        self.support_threshold = (
+            support_threshold if support_threshold is not None else judge_support_threshold(llm)
         )
-        gens += split_gens
-        checks: dict[int, list[_Check]] = {}
-        for i, gen in zip(todo, split_gens, strict=True):
-            if not gen.ok or gen.parsed is None:
-                errors[i] = f"splitting the answer into statements: {generation_error(gen)}"
-                continue
-            statements = [s.strip() for s in gen.parsed.statements if s.strip()]
-            if not statements:
-                errors[i] = "the judge found no statements in the answer"
-                continue
-            checks[i] = [_Check(item=i, statement=s) for s in statements]
+        self.verifier = Verifier(verify=verify, max_context_tokens=max_context_tokens, use_logprobs=use_logprobs,
+                                 support_threshold=self.support_threshold, examples=examples)
 
-        # Stage 2: create-and-refine over context windows (one batch per window).
-        windows = {
-            i: context_windows([c.text for c in answers[i].contexts], self.max_context_chars) for i in checks
+    def details(self, metric: str) -> dict[str, Any]:
+        return {
+            **super().details(metric),
+            "max_statements": self.max_statements,
+            "max_context_tokens": self.verifier.max_context_chars // CHARS_PER_TOKEN,
+            "verify": self.verifier.verify,
+            "support_threshold": self.support_threshold if self.use_logprobs else None,
         }
-        round_ = 0
-        while True:
-            pending = [
-                c for i, cs in checks.items() if round_ < len(windows[i]) for c in cs if c.verdict != "yes"
-            ]
-            if not pending:
-                break
-            prompts = []
-            for c in pending:
-                previous = (c.verdict, c.reason) if c.verdict is not None else None
-                user = verify_prompt(
-                    c.statement, windows[c.item][round_], round_, len(windows[c.item]), previous
-                )
-                prompts.append(
-                    [
-                        *self.verify_examples,
-                        {"role": "user", "content": user},
-                    ]
-                )
-            round_gens = self.llm.generate_many(
-                prompts, schema=StatementVerdict, system=VERIFY_SYSTEM, **overrides
-            )
-            gens += round_gens
-            for c, gen in zip(pending, round_gens, strict=True):
-                if not gen.ok or gen.parsed is None:
-                    c.errors.append(f"window {round_ + 1}: {generation_error(gen)}")
-                    continue
-                c.verdict, c.reason, c.window = gen.parsed.verdict, gen.parsed.reason, round_ + 1
-                c.p_yes = yes_probability_at(gen)
-            round_ += 1
 
-        items = [
-            self._item(s.id, errors.get(i), checks.get(i), len(windows.get(i, [])))
-            for i, s in enumerate(samples)
-        ]
-        return build_result(
-            self.name,
-            items,
-            usage_of(gens, model_name(self.llm)),
-            extra={
-                "prompt_version": PROMPT_VERSION,
-                "individual_scores": [it.score for it in items],
-                "max_statements": self.max_statements,
-                "max_context_tokens": self.max_context_chars // CHARS_PER_TOKEN,
-                "windowed_items": sum(1 for w in windows.values() if len(w) > 1),
-                "higher_is_better": True,
-                "scale": [0, 1],
-                "judge_model": model_name(self.llm),
-            },
-        )
+    def plan(self, sample: EvalSample, answer: RagAnswer) -> Plan:
+        """Split (one call), then verify over the context windows."""
+        if (err := answer_error(answer)) is not None:
+            return Score(error=err)
+        if not answer.answer.strip():
+            return Score(error="empty answer: no statements to verify")
+        if not answer.contexts:
+            return Score(error="no retrieved contexts to verify against")
+        messages = [*self.split_examples, {"role": "user", "content": split_prompt(sample.question, answer.answer)}]
+        (gen,) = yield [Call(messages, self.schema, SPLIT_SYSTEM.format(n=self.max_statements))]
+        if not gen.ok or gen.parsed is None:
+            return Score(error=f"splitting the answer into statements: {generation_error(gen)}")
+        statements = [s.strip() for s in gen.parsed.statements if s.strip()]
+        if not statements:
+            return Score(error="the judge found no statements in the answer")
+        verdicts, n_windows = yield from self.verifier.plan([c.text for c in answer.contexts], statements)
+        return self.score(verdicts, n_windows)
 
-    def _item(
-        self, item_id: str, error: str | None, checks: list[_Check] | None, n_windows: int
-    ) -> ItemScore:
-        if error is not None or checks is None:
-            return ItemScore(item_id=item_id, error=error or "not judged")
-        # A statement with a failed call and no "yes" anywhere is undecided: that window might support it.
-        undecided = [(k, c) for k, c in enumerate(checks, start=1) if c.verdict != "yes" and c.errors]
-        if undecided:
-            k, c = undecided[0]
-            return ItemScore(
-                item_id=item_id,
-                error=f"statement {k} ({_short(c.statement)}) could not be verified: {c.errors[0]}",
-                details={"statements": [c.statement for c in checks]},
-            )
-        scores = [1 if c.verdict == "yes" else 0 for c in checks]
+    def score(self, verdicts: list[StatementVerdict], n_windows: int) -> Score:
+        statements = [v.statement for v in verdicts]
+        for k, v in enumerate(verdicts, start=1):
+            if v.verdict is None:
+                return Score(
+                    error=f"statement {k} ({_short(v.statement)}) could not be verified: {v.error}",
+                    details={"statements": statements},
+                )
+        scores = [int(bool(v.verdict)) for v in verdicts]
         details: dict[str, Any] = {
-            "statements": [c.statement for c in checks],
+            "statements": statements,
             "statement_scores": scores,
-            "reasons": [c.reason for c in checks],
-            "statement_windows": [c.window for c in checks],
+            "reasons": [v.reason for v in verdicts],
+            "statement_windows": [v.window for v in verdicts],
             "windows": n_windows,
-            "reason": f"{sum(scores)} of {len(scores)} statements supported by the retrieved contexts",
+            "reason": f"{sum(scores)} of {len(scores)} statements supported by the retrieved contexts: "
+            + "; ".join(f"[{'yes' if s else 'no'}] {_short(v.statement, 80)}: {v.reason}"
+                        for s, v in zip(scores, verdicts, strict=True)),
         }
-        probs = [c.p_yes for c in checks]
+        probs = [v.p_supported for v in verdicts]
         if all(p is not None for p in probs):
             details["statement_yes_probabilities"] = probs
             details["weighted_score"] = mean(probs)  # type: ignore[arg-type]
-        return ItemScore(item_id=item_id, score=sum(scores) / len(scores), details=details)
+        return Score(score=sum(scores) / len(scores), details=details)
+
+
+@register_judge("faithfulness", options=FaithfulnessOptions, default=True)
+def build(options: FaithfulnessOptions, deps: JudgeDeps) -> FaithfulnessJudge:
+    return FaithfulnessJudge(
+        deps.llm,
+        max_statements=options.max_statements,
+        max_context_tokens=options.max_context_tokens,
+        verify=options.verify,
+        support_threshold=options.support_threshold,
+        few_shot=options.few_shot,
+        use_logprobs=deps.use_logprobs,
+    )
 
 
 def _short(text: str, limit: int = 60) -> str:

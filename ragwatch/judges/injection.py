@@ -44,14 +44,14 @@ def inject(
 
 
 def _run(judge: Any, samples: list[EvalSample], answers: list[RagAnswer], metric: str | None) -> MetricResult:
-    if hasattr(judge, "evaluate_all"):
-        results = judge.evaluate_all(samples, answers)
-        if metric is None or metric not in results:
-            raise ValueError(
-                f"judge {judge.name!r} yields several metrics {sorted(results)}: pass metric=one of them"
-            )
-        return results[metric]
-    return judge.evaluate(samples, answers)
+    if not hasattr(judge, "evaluate_all"):
+        return judge.evaluate(samples, answers)
+    results = judge.evaluate_all(samples, answers)
+    if metric is None and len(results) == 1:
+        return next(iter(results.values()))
+    if metric is None or metric not in results:
+        raise ValueError(f"judge yields several metrics {sorted(results)}: pass metric=one of them")
+    return results[metric]
 
 
 def injection_inflation(

@@ -25,19 +25,15 @@ from ragwatch.judges.base import (
     FewShotExample,
     PromptFamily,
     answer_error,
-    build_result,
-    check_aligned,
     fence,
     fence_contexts,
     generation_error,
-    logprob_overrides,
-    model_name,
     to_json,
-    usage_of,
 )
-from ragwatch.judges.weights import likert_expectation
-from ragwatch.llm.types import Generation
-from ragwatch.results import ItemScore, MetricResult
+from ragwatch.judges.engine import LLMJudge, Plan, Score
+from ragwatch.judges.registry import JudgeOptions
+from ragwatch.llm.logprobs import likert_expectation
+from ragwatch.results import MetricInfo
 from ragwatch.types import EvalSample, RagAnswer, RetrievedContext
 
 PROMPT_VERSION = "likert-json-v1"
@@ -65,6 +61,14 @@ class Criterion(BaseModel):
 
     def rubric_text(self) -> str:
         return "\n".join(f"Score {k}: {self.rubric[k]}" for k in LIKERT)
+
+
+class LikertOptions(JudgeOptions):
+    """The YAML block of a 1-5 judge; `threshold: null` means no pass/fail reading."""
+
+    threshold: float | None = Field(default=4.0, ge=1, le=5)
+    prompt_family: PromptFamily = "json"
+    few_shot: list[FewShotExample] = Field(default_factory=list)
 
 
 class LikertVerdict(BaseModel):
@@ -98,7 +102,7 @@ def example_pair(example: FewShotExample) -> tuple[EvalSample, RagAnswer]:
     return sample, RagAnswer(question=sample.question, answer=str(data["answer"]), contexts=contexts)
 
 
-class LikertJudge:
+class LikertJudge(LLMJudge):
     """A 1-5 judge for one criterion; `passed` is score >= threshold when a threshold is set."""
 
     def __init__(
@@ -115,13 +119,21 @@ class LikertJudge:
     ) -> None:
         if prompt_family not in ("json", "prometheus"):
             raise ValueError(f"prompt_family must be 'json' or 'prometheus', not {prompt_family!r}")
-        self.name = name
         self.criterion = criterion
         self.llm = llm
         self.threshold = threshold
         self.prompt_family = prompt_family
         self.use_logprobs = use_logprobs
         self.prompt_version = prompt_version if prompt_family == "json" else prometheus.PROMPT_VERSION
+        self.metrics = {
+            name: MetricInfo(
+                direction="higher" if criterion.higher_is_better else "lower",
+                scale=(1.0, 5.0),
+                threshold=threshold,
+                prompt_version=self.prompt_version,
+                description=criterion.description,
+            )
+        }
         self.few_shot = [FewShotExample.model_validate(ex) for ex in few_shot]
         self._few_shot_messages = [m for ex in self.few_shot for m in self._example_messages(ex)]
 
@@ -187,90 +199,40 @@ class LikertJudge:
         return [*self._few_shot_messages, {"role": "user", "content": user}]
 
     # --- judging -------------------------------------------------------------------------------
-    def judge_messages(
-        self, prompts: list[list[dict[str, str]]]
-    ) -> tuple[list[tuple[str, int, float | None] | str], list[Generation]]:
-        """Outcome per prompt, (reasoning, score, weighted score) or a failure reason; and all calls."""
-        overrides = {**logprob_overrides(self.use_logprobs), "system": self.system_prompt()}
+    def plan(self, sample: EvalSample, answer: RagAnswer) -> Plan:
+        """One call (JSON) or one call plus one repair round (Prometheus) -> a 1-5 score."""
+        if (err := precheck(sample, answer, self.criterion)) is not None:
+            return Score(error=err)
+        messages = self.messages(sample, answer)
         if self.prompt_family == "json":
-            gens = self.llm.generate_many(prompts, schema=LikertVerdict, **overrides) if prompts else []
-            outcomes: list[tuple[str, int, float | None] | str] = []
-            for gen in gens:
-                if not gen.ok or gen.parsed is None:
-                    outcomes.append(generation_error(gen))
-                else:
-                    weighted = likert_expectation(gen, json_key="score")
-                    outcomes.append((gen.parsed.reasoning, int(gen.parsed.score), weighted))
-            return outcomes, gens
-        return self._judge_prometheus(prompts, overrides)
+            (gen,) = yield [self.call(messages, LikertVerdict, self.system_prompt())]
+            if not gen.ok or gen.parsed is None:
+                return Score(error=generation_error(gen))
+            weighted = likert_expectation(gen, json_key="score")
+            return self.score(gen.parsed.reasoning, int(gen.parsed.score), weighted)
+        (first,) = yield [self.call(messages, None, self.system_prompt())]
+        gen = first
+        if first.ok and prometheus.parse_prometheus(first.text) is None:
+            # one repair round for a reply without "[RESULT] n": show the reply and ask for the format
+            repair = [*messages, {"role": "assistant", "content": first.text},
+                      {"role": "user", "content": prometheus.REPAIR}]
+            (gen,) = yield [self.call(repair, None, self.system_prompt())]
+        if not gen.ok:
+            return Score(error=generation_error(gen))
+        parsed = prometheus.parse_prometheus(gen.text)
+        if parsed is None:
+            excerpt = (first.text or "")[:160].replace("\n", " ")
+            return Score(
+                error=f"judge reply has no '[RESULT] n' (n in 1..5), even after a repair request: {excerpt!r}"
+            )
+        return self.score(parsed[0], parsed[1], likert_expectation(gen))
 
-    def _judge_prometheus(
-        self, prompts: list[list[dict[str, str]]], overrides: dict[str, Any]
-    ) -> tuple[list[tuple[str, int, float | None] | str], list[Generation]]:
-        gens = self.llm.generate_many(prompts, **overrides) if prompts else []
-        all_gens = list(gens)
-        final: list[Generation] = list(gens)
-        # One repair round for replies without "[RESULT] n": show the reply and ask for the format.
-        retry = [i for i, g in enumerate(gens) if g.ok and prometheus.parse_prometheus(g.text) is None]
-        if retry:
-            repair_prompts = [
-                [
-                    *prompts[i],
-                    {"role": "assistant", "content": gens[i].text},
-                    {"role": "user", "content": prometheus.REPAIR},
-                ]
-                for i in retry
-            ]
-            repaired = self.llm.generate_many(repair_prompts, **overrides)
-            all_gens.extend(repaired)
-            for i, gen in zip(retry, repaired, strict=True):
-                final[i] = gen
-        outcomes: list[tuple[str, int, float | None] | str] = []
-        for first, gen in zip(gens, final, strict=True):
-            if not gen.ok:
-                outcomes.append(generation_error(gen))
-                continue
-            parsed = prometheus.parse_prometheus(gen.text)
-            if parsed is None:
-                excerpt = (first.text or "")[:160].replace("\n", " ")
-                outcomes.append(
-                    f"judge reply has no '[RESULT] n' (n in 1..5), even after a repair request: {excerpt!r}"
-                )
-            else:
-                outcomes.append((parsed[0], parsed[1], likert_expectation(gen)))
-        return outcomes, all_gens
-
-    def item(self, item_id: str, outcome: tuple[str, int, float | None] | str, **extra: Any) -> ItemScore:
-        """An `ItemScore` from one outcome."""
-        if isinstance(outcome, str):
-            return ItemScore(item_id=item_id, error=outcome)
-        reasoning, score, weighted = outcome
+    @staticmethod
+    def score(reasoning: str, score: int, weighted: float | None, **extra: Any) -> Score:
         details: dict[str, Any] = {"reason": reasoning, "score": score, **extra}
         if weighted is not None:
             details["weighted_score"] = weighted
-        passed = None if self.threshold is None else score >= self.threshold
-        return ItemScore(item_id=item_id, score=float(score), passed=passed, details=details)
+        return Score(score=float(score), details=details)
 
-    def evaluate(self, samples: list[EvalSample], answers: list[RagAnswer]) -> MetricResult:
-        check_aligned(samples, answers)
-        errors = [precheck(s, a, self.criterion) for s, a in zip(samples, answers, strict=True)]
-        pending = [i for i, err in enumerate(errors) if err is None]
-        outcomes, gens = self.judge_messages([self.messages(samples[i], answers[i]) for i in pending])
-        by_index = dict(zip(pending, outcomes, strict=True))
-        items = [
-            self.item(s.id, by_index[i] if i in by_index else errors[i])  # type: ignore[arg-type]
-            for i, s in enumerate(samples)
-        ]
-        return build_result(
-            self.name,
-            items,
-            usage_of(gens, model_name(self.llm)),
-            threshold=self.threshold,
-            extra={
-                "prompt_version": self.prompt_version,
-                "prompt_family": self.prompt_family,
-                "higher_is_better": self.criterion.higher_is_better,
-                "scale": [1, 5],
-                "judge_model": model_name(self.llm),
-            },
-        )
+    def details(self, metric: str) -> dict[str, Any]:
+        return {**super().details(metric), "prompt_family": self.prompt_family}

@@ -1,68 +1,96 @@
-"""Perplexity and mean token log-probability of generated answers under the generator model.
+"""Answer confidence and perplexity of generated answers under the generator model.
 
-Uses `LLMClient.perplexity(text)` of the generator's client (the in-process provider scores text
-correctly; API providers cannot). Lower perplexity is better: the model found its own answer likely.
-The item score is the perplexity; `mean_logprob` = -ln(perplexity) is in each item's details.
+The mean token log-probability of an answer is captured when it is generated (`RagAnswer.mean_logprob`,
+for any provider that returns logprobs; no extra call). From it:
+- `answer_confidence` = exp(mean logprob), the geometric-mean probability of the answer's tokens
+  (0-1, higher is better: the generator was sure of what it wrote);
+- `perplexity` = exp(-mean logprob) (lower is better). An answer without captured logprobs is
+  rescored with the generator's client when it can score text (`LLMClient.perplexity`, the
+  in-process provider); otherwise the item fails with the reason.
 
 Example:
     >>> gen_llm = LLMClient(LLMSettings(model="local/smollm2-135m-instruct"))  # doctest: +SKIP
-    >>> PerplexityJudge(gen_llm).evaluate(samples, answers).details["higher_is_better"]  # doctest: +SKIP
-    False
+    >>> PerplexityJudge(gen_llm).evaluate_all(samples, answers)["answer_confidence"].score  # doctest: +SKIP
 """
 
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, Literal
 
-from ragwatch.judges.base import answer_error, check_aligned, mean, model_name
-from ragwatch.llm.types import Usage
-from ragwatch.results import ItemScore, MetricResult
+from ragwatch.judges.base import answer_error
+from ragwatch.judges.engine import LLMJudge, Outcome, Score, model_name
+from ragwatch.judges.registry import JudgeDeps, JudgeOptions, register_judge
+from ragwatch.results import MetricInfo
 from ragwatch.types import EvalSample, RagAnswer
 
 NO_LOGPROBS = "provider returns no logprobs"
+Source = Literal["auto", "generation", "rescore"]
 
 
-class PerplexityJudge:
-    """Perplexity of each answer under `generator_llm`; None -> every item fails with the reason."""
+class PerplexityOptions(JudgeOptions):
+    # auto: the logprobs captured at generation time, else rescore the answer with the generator
+    source: Source = "auto"
 
-    def __init__(self, generator_llm: Any = None, *, name: str = "perplexity") -> None:
-        self.name = name
-        self.llm = generator_llm
 
-    def evaluate(self, samples: list[EvalSample], answers: list[RagAnswer]) -> MetricResult:
-        check_aligned(samples, answers)
-        items = [self._item(s, a) for s, a in zip(samples, answers, strict=True)]
-        logprobs = [it.details["mean_logprob"] for it in items if it.ok]
-        return MetricResult.from_items(
-            self.name,
-            items,
-            details={
-                "higher_is_better": False,
-                "note": "lower perplexity is better; mean_logprob = -ln(perplexity), higher is better",
-                "mean_logprob": mean(logprobs),
-                "generator_model": model_name(self.llm),
-                "usage": Usage(model=model_name(self.llm)).model_dump(),  # scoring is local, no billed calls
-            },
-        )
+class PerplexityJudge(LLMJudge):
+    """`perplexity` and `answer_confidence` of each answer under `generator_llm` (no judge LLM)."""
 
-    def _item(self, sample: EvalSample, answer: RagAnswer) -> ItemScore:
+    def __init__(self, generator_llm: Any = None, *, source: Source = "auto", name: str = "perplexity") -> None:
+        self.metrics = {
+            name: MetricInfo(direction="lower", scale=None, description="exp(-mean token logprob) of the answer"),
+            "answer_confidence": MetricInfo(
+                scale=(0.0, 1.0), description="exp(mean token logprob): geometric-mean token probability"
+            ),
+        }
+        self.generator = generator_llm
+        self.source = source
+
+    def details(self, metric: str) -> dict[str, Any]:
+        return {"generator_model": model_name(self.generator), "source": self.source}
+
+    def plan(self, sample: EvalSample, answer: RagAnswer) -> Outcome:
+        """No judge call: the generation-time logprob, or one local rescoring of the answer text."""
         if (err := answer_error(answer)) is not None:
-            return ItemScore(item_id=sample.id, error=err)
-        if self.llm is None or not hasattr(self.llm, "perplexity"):
-            return ItemScore(
-                item_id=sample.id, error=f"{NO_LOGPROBS}: no generator LLM client to score answers with"
-            )
+            return Score(error=err)
         if not answer.answer.strip():
-            return ItemScore(item_id=sample.id, error="empty answer: no tokens to score")
+            return Score(error="empty answer: no tokens to score")
+        mean_lp = answer.mean_logprob if self.source != "rescore" else None
+        how = "captured at generation"
+        if mean_lp is None:
+            if self.source == "generation":
+                return Score(error=f"{NO_LOGPROBS}: the generator returned no token logprobs with this answer")
+            mean_lp, how = self._rescore(answer.answer)
+            if mean_lp is None:
+                return Score(error=how)
+        perplexity, confidence = math.exp(-mean_lp), math.exp(mean_lp)
+        if not math.isfinite(perplexity):
+            return Score(error=f"perplexity is not finite (mean logprob {mean_lp})")
+        details = {"mean_logprob": mean_lp, "source": how}
+        ppl_name, confidence_name = self.metrics
+        return {
+            ppl_name: Score(score=perplexity, details={**details, "perplexity": perplexity}),
+            confidence_name: Score(
+                score=confidence,
+                details={**details, "reason": f"geometric-mean token probability {confidence:.3f} ({how})"},
+            ),
+        }
+
+    def _rescore(self, text: str) -> tuple[float | None, str]:
+        """(mean logprob, how) from the generator's client, or (None, why not)."""
+        if self.generator is None or not hasattr(self.generator, "perplexity"):
+            return None, f"{NO_LOGPROBS}: no generator LLM client to score answers with"
         try:
-            ppl = float(self.llm.perplexity(answer.answer))
+            ppl = float(self.generator.perplexity(text))
         except NotImplementedError as exc:
-            return ItemScore(item_id=sample.id, error=f"{NO_LOGPROBS}: {exc}")
+            return None, f"{NO_LOGPROBS}: {exc}"
         except Exception as exc:  # one bad item must not sink the metric
-            return ItemScore(item_id=sample.id, error=f"perplexity failed: {type(exc).__name__}: {exc}")
+            return None, f"perplexity failed: {type(exc).__name__}: {exc}"
         if not math.isfinite(ppl) or ppl <= 0:
-            return ItemScore(item_id=sample.id, error=f"perplexity is not a positive finite number ({ppl})")
-        return ItemScore(
-            item_id=sample.id, score=ppl, details={"perplexity": ppl, "mean_logprob": -math.log(ppl)}
-        )
+            return None, f"perplexity is not a positive finite number ({ppl})"
+        return -math.log(ppl), "rescored by the generator"
+
+
+@register_judge("perplexity", options=PerplexityOptions, default=True)
+def build(options: PerplexityOptions, deps: JudgeDeps) -> PerplexityJudge:
+    return PerplexityJudge(deps.generator_llm, source=options.source)

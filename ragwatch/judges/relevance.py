@@ -22,19 +22,15 @@ from ragwatch.judges.base import (
     FewShotExample,
     PromptFamily,
     answer_error,
-    build_result,
-    check_aligned,
     fence,
     generation_error,
-    logprob_overrides,
-    mean,
-    model_name,
     to_json,
-    usage_of,
 )
-from ragwatch.judges.likert import Criterion, LikertJudge
-from ragwatch.judges.weights import yes_probability_at
-from ragwatch.results import ItemScore, MetricResult
+from ragwatch.judges.engine import LLMJudge, Plan, Score, mean
+from ragwatch.judges.likert import Criterion, LikertJudge, LikertOptions
+from ragwatch.judges.registry import JudgeDeps, JudgeOptions, register_judge
+from ragwatch.llm.logprobs import yes_probability_at
+from ragwatch.results import MetricInfo
 from ragwatch.types import EvalSample, RagAnswer
 
 PROMPT_VERSION = "context-relevance-v1"
@@ -51,6 +47,10 @@ SYSTEM = (
 )
 
 
+class FewShotOptions(JudgeOptions):
+    few_shot: list[FewShotExample] = Field(default_factory=list)
+
+
 class RelevanceVerdict(BaseModel):
     reason: str = Field(max_length=REASON_CHARS)
     verdict: Literal["yes", "no"]
@@ -63,7 +63,7 @@ def context_prompt(question: str, context: str) -> str:
     )
 
 
-class ContextRelevanceJudge:
+class ContextRelevanceJudge(LLMJudge):
     """Fraction of retrieved contexts relevant to the question; no contexts -> failed item."""
 
     def __init__(
@@ -74,7 +74,8 @@ class ContextRelevanceJudge:
         use_logprobs: bool = False,
         name: str = "context_relevance",
     ) -> None:
-        self.name = name
+        self.metrics = {name: MetricInfo(scale=(0.0, 1.0), prompt_version=PROMPT_VERSION,
+                                         description="fraction of retrieved contexts relevant to the question")}
         self.llm = llm
         self.use_logprobs = use_logprobs
         self.few_shot_messages: list[dict[str, str]] = []
@@ -91,68 +92,39 @@ class ContextRelevanceJudge:
                 {"role": "assistant", "content": to_json(verdict.model_dump())},
             ]
 
-    def evaluate(self, samples: list[EvalSample], answers: list[RagAnswer]) -> MetricResult:
-        check_aligned(samples, answers)
-        pairs: list[tuple[int, int]] = []  # (item index, context index), one call each
-        prompts = []
-        errors: dict[int, str] = {}
-        for i, (sample, answer) in enumerate(zip(samples, answers, strict=True)):
-            if (err := answer_error(answer)) is not None:
-                errors[i] = err
-            elif not answer.contexts:
-                errors[i] = "no retrieved contexts"
-            else:
-                for j, ctx in enumerate(answer.contexts):
-                    pairs.append((i, j))
-                    prompts.append(
-                        [
-                            *self.few_shot_messages,
-                            {"role": "user", "content": context_prompt(sample.question, ctx.text)},
-                        ]
-                    )
-        gens = (
-            self.llm.generate_many(
-                prompts, schema=RelevanceVerdict, system=SYSTEM, **logprob_overrides(self.use_logprobs)
+    def plan(self, sample: EvalSample, answer: RagAnswer) -> Plan:
+        """One call per retrieved passage (one stage) -> fraction relevant, mean P(yes) weighted."""
+        if (err := answer_error(answer)) is not None:
+            return Score(error=err)
+        if not answer.contexts:
+            return Score(error="no retrieved contexts")
+        gens = yield [
+            self.call(
+                [*self.few_shot_messages, {"role": "user", "content": context_prompt(sample.question, c.text)}],
+                RelevanceVerdict,
+                SYSTEM,
             )
-            if prompts
-            else []
-        )
-        per_item: dict[int, list[tuple[int, Any]]] = {}
-        for (i, j), gen in zip(pairs, gens, strict=True):
-            per_item.setdefault(i, []).append((j, gen))
-        items = []
-        for i, sample in enumerate(samples):
-            if i in errors:
-                items.append(ItemScore(item_id=sample.id, error=errors[i]))
-                continue
-            results = per_item[i]
-            failed = [(j, g) for j, g in results if not g.ok or g.parsed is None]
-            if failed:
-                j, g = failed[0]
-                items.append(ItemScore(item_id=sample.id, error=f"context {j + 1}: {generation_error(g)}"))
-                continue
-            verdicts = [g.parsed.verdict == "yes" for _, g in results]
-            details: dict[str, Any] = {
-                "context_verdicts": [g.parsed.verdict for _, g in results],
-                "reasons": [g.parsed.reason for _, g in results],
-                "reason": f"{sum(verdicts)} of {len(verdicts)} retrieved contexts relevant",
-            }
-            probs = [yes_probability_at(g) for _, g in results]
-            if all(p is not None for p in probs):
-                details["context_yes_probabilities"] = probs
-                details["weighted_score"] = mean(probs)  # type: ignore[arg-type]
-            items.append(ItemScore(item_id=sample.id, score=sum(verdicts) / len(verdicts), details=details))
-        return build_result(
-            self.name,
-            items,
-            usage_of(gens, model_name(self.llm)),
-            extra={
-                "prompt_version": PROMPT_VERSION,
-                "higher_is_better": True,
-                "scale": [0, 1],
-                "judge_model": model_name(self.llm),
-            },
-        )
+            for c in answer.contexts
+        ]
+        for j, g in enumerate(gens):
+            if not g.ok or g.parsed is None:
+                return Score(error=f"context {j + 1}: {generation_error(g)}")
+        verdicts = [g.parsed.verdict == "yes" for g in gens]
+        details: dict[str, Any] = {
+            "context_verdicts": [g.parsed.verdict for g in gens],
+            "reasons": [g.parsed.reason for g in gens],
+            "reason": f"{sum(verdicts)} of {len(verdicts)} retrieved contexts relevant",
+        }
+        probs = [yes_probability_at(g) for g in gens]
+        if all(p is not None for p in probs):
+            details["context_yes_probabilities"] = probs
+            details["weighted_score"] = mean(probs)  # type: ignore[arg-type]
+        return Score(score=sum(verdicts) / len(verdicts), details=details)
+
+
+@register_judge("context_relevance", options=FewShotOptions, default=True)
+def build_context_relevance(options: FewShotOptions, deps: JudgeDeps) -> ContextRelevanceJudge:
+    return ContextRelevanceJudge(deps.llm, few_shot=options.few_shot, use_logprobs=deps.use_logprobs)
 
 
 ANSWER_RELEVANCE = Criterion(
@@ -194,3 +166,14 @@ class AnswerRelevanceJudge(LikertJudge):
             use_logprobs=use_logprobs,
             prompt_version=ANSWER_RELEVANCE_PROMPT_VERSION,
         )
+
+
+@register_judge("answer_relevance", options=LikertOptions, default=True)
+def build_answer_relevance(options: LikertOptions, deps: JudgeDeps) -> AnswerRelevanceJudge:
+    return AnswerRelevanceJudge(
+        deps.llm,
+        threshold=options.threshold,
+        prompt_family=options.prompt_family,
+        few_shot=options.few_shot,
+        use_logprobs=deps.use_logprobs,
+    )

@@ -3,7 +3,7 @@
 Unlike the guide, the judge sees the question, the answer and the retrieved contexts. With the JSON
 family one call per item returns all four scores; with the Prometheus family each criterion is a
 separate absolute-grading call. Toxicity keeps the guide's direction: 1 = not toxic, 5 = very toxic,
-so lower is better (`details["higher_is_better"]` says so per metric). An answer without retrieved
+so lower is better (its `MetricInfo.direction` is "lower"). An answer without retrieved
 contexts is a failed item ("no retrieved contexts") in both families: faithfulness needs them.
 
 Example:
@@ -19,28 +19,26 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from ragwatch.judges import prometheus
 from ragwatch.judges.base import (
     DATA_RULE,
     FewShotExample,
     PromptFamily,
     answer_error,
-    build_result,
-    check_aligned,
     fence,
     fence_contexts,
     generation_error,
-    logprob_overrides,
-    model_name,
     to_json,
-    usage_of,
 )
+from ragwatch.judges.engine import LLMJudge, Plan, Score, gather
 from ragwatch.judges.likert import REASONING_CHARS, Criterion, LikertJudge, example_pair
-from ragwatch.judges.weights import likert_expectation
-from ragwatch.results import ItemScore, MetricResult
+from ragwatch.judges.registry import JudgeDeps, JudgeOptions, register_judge
+from ragwatch.llm.logprobs import likert_expectation
+from ragwatch.results import MetricInfo, MetricResult
 from ragwatch.types import EvalSample, RagAnswer
 
 PROMPT_VERSION = "rubric4-v1"
-Score = Literal[1, 2, 3, 4, 5]
+Grade = Literal[1, 2, 3, 4, 5]
 
 CRITERIA: dict[str, Criterion] = {
     "toxicity": Criterion(
@@ -100,10 +98,10 @@ class RubricScores(BaseModel):
     """All four scores in one reply, reasoning first."""
 
     reasoning: str = Field(max_length=REASONING_CHARS)
-    toxicity: Score
-    faithfulness: Score
-    helpfulness: Score
-    relevance: Score
+    toxicity: Grade
+    faithfulness: Grade
+    helpfulness: Grade
+    relevance: Grade
 
 
 def _system() -> str:
@@ -137,7 +135,12 @@ def _precheck(answer: RagAnswer) -> str | None:
     return None if answer.contexts else "no retrieved contexts"
 
 
-class RubricJudge:
+class RubricOptions(JudgeOptions):
+    prompt_family: PromptFamily = "json"
+    few_shot: list[FewShotExample] = Field(default_factory=list)
+
+
+class RubricJudge(LLMJudge):
     """Four 1-5 metrics named `<prefix><criterion>`; use `evaluate_all` (or `evaluate(..., metric)`)."""
 
     def __init__(
@@ -149,13 +152,26 @@ class RubricJudge:
         use_logprobs: bool = False,
         name: str = "rubric",
     ) -> None:
-        self.name = name
+        if prompt_family not in ("json", "prometheus"):
+            raise ValueError(f"prompt_family must be 'json' or 'prometheus', not {prompt_family!r}")
+        self._name = name
         self.llm = llm
         self.prompt_family = prompt_family
         self.use_logprobs = use_logprobs
         self.prefix = f"{name}_"
         self.few_shot = [FewShotExample.model_validate(ex) for ex in few_shot]
+        version = PROMPT_VERSION if prompt_family == "json" else prometheus.PROMPT_VERSION
+        self.metrics = {
+            self.prefix + c: MetricInfo(
+                direction="higher" if crit.higher_is_better else "lower",
+                scale=(1.0, 5.0),
+                prompt_version=version,
+                description=crit.description,
+            )
+            for c, crit in CRITERIA.items()
+        }
         self._few_shot_messages: list[dict[str, str]] = []
+        self._per_criterion: dict[str, LikertJudge] = {}
         if prompt_family == "json":
             for ex in self.few_shot:
                 sample, answer = example_pair(ex)
@@ -166,78 +182,44 @@ class RubricJudge:
                     {"role": "user", "content": _user(sample, answer)},
                     {"role": "assistant", "content": to_json(scores.model_dump())},
                 ]
-        elif prompt_family != "prometheus":
-            raise ValueError(f"prompt_family must be 'json' or 'prometheus', not {prompt_family!r}")
+        else:  # Prometheus grades one criterion per call
+            self._per_criterion = {
+                self.prefix + c: LikertJudge(
+                    self.prefix + c, crit, llm, prompt_family="prometheus", few_shot=self.few_shot,
+                    use_logprobs=use_logprobs,
+                )
+                for c, crit in CRITERIA.items()
+            }
 
-    def evaluate(
+    def evaluate(  # type: ignore[override]
         self, samples: list[EvalSample], answers: list[RagAnswer], metric: str = "faithfulness"
     ) -> MetricResult:
         """One of the four metrics (all four are computed; prefer `evaluate_all`)."""
         return self.evaluate_all(samples, answers)[self.prefix + metric]
 
-    def evaluate_all(self, samples: list[EvalSample], answers: list[RagAnswer]) -> dict[str, MetricResult]:
-        check_aligned(samples, answers)
+    def plan(self, sample: EvalSample, answer: RagAnswer) -> Plan:
+        """JSON: one call returns all four scores. Prometheus: four calls (one stage) plus repairs."""
+        if (err := _precheck(answer)) is not None:
+            return Score(error=err)
         if self.prompt_family == "prometheus":
-            return self._prometheus(samples, answers)
-        errors = {i: err for i, a in enumerate(answers) if (err := _precheck(a)) is not None}
-        todo = [i for i in range(len(samples)) if i not in errors]
-        prompts = [
-            [
-                *self._few_shot_messages,
-                {"role": "user", "content": _user(samples[i], answers[i])},
-            ]
-            for i in todo
-        ]
-        gens = (
-            self.llm.generate_many(
-                prompts, schema=RubricScores, system=_system(), **logprob_overrides(self.use_logprobs)
+            return (yield from gather({m: j.plan(sample, answer) for m, j in self._per_criterion.items()}))
+        messages = [*self._few_shot_messages, {"role": "user", "content": _user(sample, answer)}]
+        (gen,) = yield [self.call(messages, RubricScores, _system())]
+        if not gen.ok or gen.parsed is None:
+            return Score(error=generation_error(gen))
+        return {
+            self.prefix + c: LikertJudge.score(
+                gen.parsed.reasoning, int(getattr(gen.parsed, c)), likert_expectation(gen, json_key=c)
             )
-            if prompts
-            else []
-        )
-        by_index = dict(zip(todo, gens, strict=True))
-        usage = usage_of(gens, model_name(self.llm))
-        results = {}
-        for criterion, crit in CRITERIA.items():
-            items = []
-            for i, sample in enumerate(samples):
-                gen = by_index.get(i)
-                if gen is None:
-                    items.append(ItemScore(item_id=sample.id, error=errors[i]))
-                elif not gen.ok or gen.parsed is None:
-                    items.append(ItemScore(item_id=sample.id, error=generation_error(gen)))
-                else:
-                    score = int(getattr(gen.parsed, criterion))
-                    details: dict[str, Any] = {"reason": gen.parsed.reasoning, "score": score}
-                    weighted = likert_expectation(gen, json_key=criterion)
-                    if weighted is not None:
-                        details["weighted_score"] = weighted
-                    items.append(ItemScore(item_id=sample.id, score=float(score), details=details))
-            results[self.prefix + criterion] = build_result(
-                self.prefix + criterion,
-                items,
-                usage,
-                extra={
-                    "prompt_version": PROMPT_VERSION,
-                    "prompt_family": "json",
-                    "scale": [1, 5],
-                    "higher_is_better": crit.higher_is_better,
-                    "judge_model": model_name(self.llm),
-                    "usage_shared_by": sorted(self.prefix + c for c in CRITERIA),
-                },
-            )
-        return results
+            for c in CRITERIA
+        }
 
-    def _prometheus(self, samples: list[EvalSample], answers: list[RagAnswer]) -> dict[str, MetricResult]:
-        out = {}
-        for criterion, crit in CRITERIA.items():
-            judge = LikertJudge(
-                self.prefix + criterion,
-                crit,
-                self.llm,
-                prompt_family="prometheus",
-                few_shot=self.few_shot,
-                use_logprobs=self.use_logprobs,
-            )
-            out[self.prefix + criterion] = judge.evaluate(samples, answers)
-        return out
+    def details(self, metric: str) -> dict[str, Any]:
+        return {**super().details(metric), "prompt_family": self.prompt_family}
+
+
+@register_judge("rubric", options=RubricOptions, default=True)
+def build(options: RubricOptions, deps: JudgeDeps) -> RubricJudge:
+    return RubricJudge(
+        deps.llm, prompt_family=options.prompt_family, few_shot=options.few_shot, use_logprobs=deps.use_logprobs
+    )

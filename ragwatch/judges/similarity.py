@@ -13,20 +13,30 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+from pydantic import Field
 
-from ragwatch.judges.base import answer_error, check_aligned
+from ragwatch.judges.base import answer_error
+from ragwatch.judges.engine import LLMJudge, Score, check_aligned, metric_result
+from ragwatch.judges.registry import JudgeDeps, JudgeOptions, register_judge
 from ragwatch.llm.types import Usage
-from ragwatch.results import ItemScore, MetricResult
+from ragwatch.results import MetricInfo, MetricResult
 from ragwatch.types import EvalSample, RagAnswer
 
 
-class SimilarityJudge:
+class SimilarityOptions(JudgeOptions):
+    threshold: float | None = Field(default=None, ge=-1, le=1)
+
+
+class SimilarityJudge(LLMJudge):
     """Cosine similarity in [-1, 1] (normalized embeddings); `passed` when >= threshold, if set."""
 
     def __init__(
         self, embedder: Any = None, *, threshold: float | None = None, name: str = "similarity"
     ) -> None:
-        self.name = name
+        self.metrics = {
+            name: MetricInfo(scale=(-1.0, 1.0), threshold=threshold,
+                             description="cosine of the answer's and the reference answer's embeddings")
+        }
         self._embedder = embedder
         self.threshold = threshold
 
@@ -38,17 +48,18 @@ class SimilarityJudge:
             self._embedder = get_embedder(EmbeddingSettings())
         return self._embedder
 
-    def evaluate(self, samples: list[EvalSample], answers: list[RagAnswer]) -> MetricResult:
+    def evaluate_all(self, samples: list[EvalSample], answers: list[RagAnswer]) -> dict[str, MetricResult]:
+        """All answers and references embedded in one batch (no per-item plan needed)."""
         check_aligned(samples, answers)
-        items: list[ItemScore | None] = [None] * len(samples)
+        scores: list[Score | None] = [None] * len(samples)
         todo = []
         for i, (sample, answer) in enumerate(zip(samples, answers, strict=True)):
             if (err := answer_error(answer)) is not None:
-                items[i] = ItemScore(item_id=sample.id, error=err)
+                scores[i] = Score(error=err)
             elif not (sample.reference_answer or "").strip():
-                items[i] = ItemScore(item_id=sample.id, error="no reference answer")
+                scores[i] = Score(error="no reference answer")
             elif not answer.answer.strip():
-                items[i] = self._item(sample.id, 0.0, "empty answer scores 0")
+                scores[i] = Score(score=0.0, details={"reason": "empty answer scores 0"})
             else:
                 todo.append(i)
         if todo:
@@ -59,25 +70,23 @@ class SimilarityJudge:
             norms = np.linalg.norm(a, axis=1) * np.linalg.norm(r, axis=1)
             cosines = np.einsum("ij,ij->i", a, r) / np.where(norms > 0, norms, 1.0)
             for i, cos in zip(todo, cosines, strict=True):
-                if np.isfinite(cos):
-                    items[i] = self._item(samples[i].id, float(np.clip(cos, -1.0, 1.0)), "embedding cosine")
-                else:
-                    items[i] = ItemScore(
-                        item_id=samples[i].id, error="embedding produced a non-finite vector"
-                    )
-        done = [it for it in items if it is not None]
-        details: dict[str, Any] = {
-            "usage": Usage(model=str(getattr(self._embedder, "identity", ""))).model_dump(),  # no LLM calls
-            "embedder": str(getattr(self._embedder, "identity", "")),
-            "higher_is_better": True,
-            "scale": [-1, 1],
-        }
-        if self.threshold is not None:
-            judged = [it.passed for it in done if it.ok]
-            details["threshold"] = self.threshold
-            details["pass_rate"] = sum(judged) / len(judged) if judged else None  # type: ignore[arg-type]
-        return MetricResult.from_items(self.name, done, details=details)
+                scores[i] = (
+                    Score(score=float(np.clip(cos, -1.0, 1.0)), details={"reason": "embedding cosine"})
+                    if np.isfinite(cos)
+                    else Score(error="embedding produced a non-finite vector")
+                )
+        identity = str(getattr(self._embedder, "identity", ""))
+        result = metric_result(
+            self.name,
+            [s.id for s in samples],
+            [s for s in scores if s is not None],
+            self.metrics[self.name],
+            Usage(model=identity),  # no LLM calls
+            {"embedder": identity},
+        )
+        return {self.name: result}
 
-    def _item(self, item_id: str, score: float, reason: str) -> ItemScore:
-        passed = None if self.threshold is None else score >= self.threshold
-        return ItemScore(item_id=item_id, score=score, passed=passed, details={"reason": reason})
+
+@register_judge("similarity", options=SimilarityOptions, default=True)
+def build(options: SimilarityOptions, deps: JudgeDeps) -> SimilarityJudge:
+    return SimilarityJudge(deps.embedder, threshold=options.threshold)

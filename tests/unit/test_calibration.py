@@ -230,7 +230,9 @@ def test_auto_picks_faithfulness_when_every_item_has_contexts(tmp_path):
         if schema is not None and "statements" in schema.model_fields:
             answer = _user(messages).split("<<<BEGIN ANSWER>>>\n")[1].split("\n<<<END ANSWER>>>")[0]
             return json.dumps({"statements": [answer]})
-        verdict = "yes" if "The sky is blue.\n<<<END STATEMENT>>>" in _user(messages) else "no"
+        verdict = "yes" if "The sky is blue.\n<<<END STATEMENT" in _user(messages) else "no"
+        if "verdicts" in schema.model_fields:  # faithfulness verifies all statements in one call
+            return json.dumps({"verdicts": [{"reason": "checked", "verdict": verdict}]})
         return json.dumps({"reason": "checked", "verdict": verdict})
 
     report = run_calibration(

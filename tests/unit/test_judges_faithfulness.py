@@ -8,7 +8,7 @@ import re
 import pytest
 from test_judges_support import MockLLM, answer, fake_server, is_repair, last_user, no_nan, sample
 
-from ragwatch.judges import FaithfulnessJudge
+from ragwatch.judges import FaithfulnessJudge, verify_statements
 from ragwatch.judges.faithfulness import context_windows, split_text
 
 __all__ = ["fake_server"]
@@ -23,22 +23,31 @@ def _between(text: str, label: str) -> list[str]:
     return re.findall(rf"<<<BEGIN {label}[^>]*>>>\n(.*?)\n<<<END {label}", text, flags=re.DOTALL)
 
 
+def _verdict(statement: str, context: str) -> tuple[str, str]:
+    key = statement.split()[0]
+    verdict = "yes" if key in context else "no"
+    return verdict, f"{key} {'found' if verdict == 'yes' else 'missing'}"
+
+
 def oracle(messages):
-    """A judge that splits answers on '. ' and says yes when a statement's key word is in the context."""
+    """A judge that splits answers on '. ' and says yes when a statement's key word is in the context;
+    per-statement prompts get one verdict, batched prompts one verdict per numbered statement."""
     user = last_user(messages)
     if "Split the ANSWER" in user:
         ans = _between(user, "ANSWER")[0]
         return json.dumps({"statements": [s.strip(" .") + "." for s in ans.split(". ") if s.strip(" .")]})
-    statement = _between(user, "STATEMENT")[0]
     context = " ".join(_between(user, "CONTEXT"))
-    key = statement.split()[0]
-    verdict = "yes" if key in context else "no"
-    return json.dumps({"reason": f"{key} {'found' if verdict == 'yes' else 'missing'}", "verdict": verdict})
+    numbered = re.findall(r"<<<BEGIN STATEMENT \d+>>>\n(.*?)\n<<<END", user, flags=re.DOTALL)
+    if numbered:
+        pairs = [_verdict(st, context) for st in numbered]
+        return json.dumps({"verdicts": [{"reason": r, "verdict": v} for v, r in pairs]})
+    verdict, reason = _verdict(_between(user, "STATEMENT")[0], context)
+    return json.dumps({"reason": reason, "verdict": verdict})
 
 
 def test_statement_by_statement_score_and_details(fake_server):
     server = fake_server(oracle)
-    judge = FaithfulnessJudge(server.client())
+    judge = FaithfulnessJudge(server.client(), verify="per_statement")
     result = judge.evaluate(
         [sample(1), sample(2)],
         [
@@ -60,20 +69,21 @@ def test_statement_by_statement_score_and_details(fake_server):
     assert first.details["statement_scores"] == [1, 1, 0]
     assert first.details["reasons"][2] == "Berlin missing"
     assert result.items[1].score == 1.0
-    assert result.details["individual_scores"] == [pytest.approx(2 / 3), 1.0]
+    assert [it.score for it in result.items] == [pytest.approx(2 / 3), 1.0]
     assert result.details["usage"]["calls"] == 2 + 4  # one split per item, one verification per statement
+    assert result.info.scale == (0.0, 1.0) and result.info.prompt_version.startswith("faithfulness")
 
 
 def test_long_contexts_are_refined_over_windows_not_truncated(fake_server):
     server = fake_server(oracle)
     filler = "Nothing relevant here at all. " * 40  # ~1200 chars per passage
     contexts = [filler + "Paris is the capital.", filler, filler + "Louvre is a museum in Paris."]
-    judge = FaithfulnessJudge(server.client(), max_context_tokens=400)  # 1600 chars per window
+    judge = FaithfulnessJudge(server.client(), max_context_tokens=400, verify="per_statement")
     result = judge.evaluate(
         [sample(1)], [answer("Paris is the capital. Louvre is a museum. Rome is old.", contexts)]
     )
     item = result.items[0]
-    assert item.details["windows"] == 3 and result.details["windowed_items"] == 1
+    assert item.details["windows"] == 3
     assert item.details["statement_scores"] == [1, 1, 0]
     assert item.details["statement_windows"] == [1, 3, 3]  # Louvre found only in the last window
     verify = [r["messages"] for r in server.requests if "<<<BEGIN STATEMENT>>>" in last_user(r["messages"])]
@@ -104,7 +114,7 @@ def test_unscorable_items_fail_with_reasons(fake_server):
         return json.dumps({"reason": "ok", "verdict": "yes"})
 
     server = fake_server(script)
-    result = FaithfulnessJudge(server.client()).evaluate(
+    result = FaithfulnessJudge(server.client(), verify="per_statement").evaluate(
         [sample(i) for i in range(5)],
         [
             answer("  "),
@@ -137,7 +147,8 @@ def test_invalid_verdict_repaired_and_failed_verdict_fails_item(fake_server):
         return json.dumps({"reason": "r", "verdict": "maybe"})
 
     server = fake_server(script)
-    result = FaithfulnessJudge(server.client(max_repairs=1)).evaluate([sample(1)], [answer("Paris. Rome.")])
+    judge = FaithfulnessJudge(server.client(max_repairs=1), verify="per_statement")
+    result = judge.evaluate([sample(1)], [answer("Paris. Rome.")])
     no_nan(result)
     # statement 1 was repaired to yes; statement 2 stays unparsable after its repair -> the item fails
     assert result.n_failed == 1
@@ -172,9 +183,93 @@ def test_weighted_score_is_mean_p_yes(fake_server):
         return prefix + word + '"}', [(prefix, {prefix: 1.0}), (word, alts), ('"}', {'"}': 1.0})]
 
     server = fake_server(script)
-    result = FaithfulnessJudge(server.client(), use_logprobs=True).evaluate([sample(1)], [answer()])
+    judge = FaithfulnessJudge(server.client(), use_logprobs=True, verify="per_statement")
+    result = judge.evaluate([sample(1)], [answer()])
     item = result.items[0]
     assert item.score == 0.5 and item.details["statement_yes_probabilities"] == pytest.approx([0.8, 0.1])
     assert item.details["weighted_score"] == pytest.approx(0.45) and result.details[
         "weighted"
     ] == pytest.approx(0.45)
+
+
+ANSWERS = [
+    ("Paris is the capital. Paris has the Louvre. Berlin is large.", ["Paris: capital, Louvre."]),
+    ("Paris is the capital.", ["Paris is the capital of France."]),
+    ("Rome is old. Madrid is sunny.", ["Madrid: sunny.", "Lisbon: windy."]),
+]
+
+
+def _run(server, verify, **kwargs):
+    judge = FaithfulnessJudge(server.client(), verify=verify, **kwargs)
+    return judge.evaluate([sample(i) for i in range(len(ANSWERS))], [answer(a, contexts=c) for a, c in ANSWERS])
+
+
+def test_batched_verification_is_one_call_per_window_with_the_same_verdicts(fake_server):
+    server = fake_server(oracle)
+    batched = _run(server, "batched")
+    calls = batched.details["usage"]["calls"]
+    per_statement = _run(server, "per_statement")
+    assert calls == 3 + 3  # one split and ONE verification call per item (one window each)
+    assert per_statement.details["usage"]["calls"] == 3 + 6
+    for a, b in zip(batched.items, per_statement.items, strict=True):
+        assert a.details["statement_scores"] == b.details["statement_scores"]
+        assert a.details["reasons"] == b.details["reasons"]
+    first = batched.items[0]
+    assert first.details["statement_scores"] == [1, 1, 0] and first.score == pytest.approx(2 / 3)
+    # a report reader can check the score against the per-statement reasons
+    assert "Berlin missing" in first.details["reason"] and "2 of 3" in first.details["reason"]
+    assert batched.details["verify"] == "batched"
+
+
+def test_batched_refines_only_unsupported_statements_over_windows(fake_server):
+    server = fake_server(oracle)
+    filler = "Nothing relevant here at all. " * 40
+    contexts = [filler + "Paris is the capital.", filler, filler + "Louvre is a museum in Paris."]
+    judge = FaithfulnessJudge(server.client(), max_context_tokens=400)
+    result = judge.evaluate(
+        [sample(1)], [answer("Paris is the capital. Louvre is a museum. Rome is old.", contexts)]
+    )
+    item = result.items[0]
+    assert item.details["statement_scores"] == [1, 1, 0]
+    assert item.details["statement_windows"] == [1, 3, 3]
+    users = [last_user(r["messages"]) for r in server.requests]
+    verify = [u for u in users if "<<<BEGIN STATEMENT 1>>>" in u]
+    assert len(verify) == 3  # one call per window
+    assert verify[1].count("<<<BEGIN STATEMENT") == 2 and "verdict for STATEMENT 1 was NO" in verify[1]
+
+
+def _batched_with_logprobs(p_yes: list[float]):
+    """A batched reply whose verdict tokens carry P(yes) (statement k: p_yes[k])."""
+
+    def script(messages):
+        user = last_user(messages)
+        if "Split the ANSWER" in user:
+            return json.dumps({"statements": [f"Claim {k}." for k in range(len(p_yes))]})
+        text, tokens = '{"verdicts": [', [('{"verdicts": [', {'{"verdicts": [': 1.0})]
+        for k, p in enumerate(p_yes):
+            head = ('' if k == 0 else ', ') + '{"reason": "r", "verdict": "'
+            word = "yes" if p >= 0.5 else "no"
+            text += head + word + '"}'
+            tokens += [(head, {head: 1.0}), (word, {"yes": p, "no": 1 - p}), ('"}', {'"}': 1.0})]
+        text += "]}"
+        tokens.append(("]}", {"]}": 1.0}))
+        return text, tokens
+
+    return script
+
+
+def test_batched_logprobs_give_p_supported_per_statement_and_threshold_decides(fake_server):
+    server = fake_server(_batched_with_logprobs([0.9, 0.3, 0.6]))
+    judge = FaithfulnessJudge(server.client(), use_logprobs=True, support_threshold=0.7)
+    item = judge.evaluate([sample(1)], [answer("Claims.")]).items[0]
+    assert item.details["statement_yes_probabilities"] == pytest.approx([0.9, 0.3, 0.6])
+    assert item.details["statement_scores"] == [1, 0, 0]  # 0.6 < 0.7: not supported, greedy "yes" aside
+    assert item.details["weighted_score"] == pytest.approx(0.6)
+
+
+def test_verify_statements_is_public_and_reads_probabilities(fake_server):
+    server = fake_server(_batched_with_logprobs([0.2, 0.8]))
+    verdicts = verify_statements(server.client(), "some article", ["Claim 0.", "Claim 1."], support_threshold=0.5)
+    assert [v.verdict for v in verdicts] == [False, True]
+    assert [v.p_supported for v in verdicts] == pytest.approx([0.2, 0.8])
+    assert all(v.reason == "r" and v.window == 1 for v in verdicts)

@@ -34,7 +34,7 @@ def test_correctness_valid_reply_scores_and_passes():
     assert result.score == 4.0 and result.n_scored == 2 and result.n_failed == 0
     assert all(it.passed for it in result.items)
     assert result.items[0].details["reason"] == "Matches the reference."
-    assert result.details["threshold"] == 4.0 and result.details["pass_rate"] == 1.0
+    assert result.info.threshold == 4.0 and result.details["pass_rate"] == 1.0
     assert result.details["usage"]["calls"] == 2
     assert result.details["weighted"] is None  # no logprobs asked for
 

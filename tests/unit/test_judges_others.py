@@ -86,7 +86,7 @@ def test_rubric_one_call_four_metrics_with_contexts_in_prompt(fake_server):
         no_nan(result)
         assert result.items[0].score == RUBRIC_REPLY[name.removeprefix("rubric_")]
         assert result.items[1].error == "no retrieved contexts"
-    assert results["rubric_toxicity"].details["higher_is_better"] is False
+    assert results["rubric_toxicity"].info.direction == "lower"
     assert len(server.requests) == 1  # one call for all four criteria
     user = last_user(server.requests[0]["messages"])
     assert all(f"<<<BEGIN {x}" in user for x in ("QUESTION", "CONTEXT 1", "ANSWER"))
@@ -121,7 +121,7 @@ def test_rubric_prometheus_family_one_call_per_criterion(fake_server):
     results = RubricJudge(server.client(), prompt_family="prometheus").evaluate_all([sample(1)], [answer()])
     assert {r.items[0].score for r in results.values()} == {2.0}
     assert len(server.requests) == 4
-    assert results["rubric_toxicity"].details["higher_is_better"] is False
+    assert results["rubric_toxicity"].info.direction == "lower"
 
 
 def test_similarity_on_real_embeddings():
@@ -171,30 +171,50 @@ class _ApiGenerator:
 
 
 def test_perplexity_scores_and_failures():
-    result = PerplexityJudge(_Generator()).evaluate(
+    results = PerplexityJudge(_Generator()).evaluate_all(
         [sample(i) for i in range(4)], [answer(), answer("Lyon"), answer("boom"), answer("")]
     )
+    result, confidence = results["perplexity"], results["answer_confidence"]
     no_nan(result)
-    assert [it.score for it in result.items[:2]] == [2.0, 8.0]
+    assert [it.score for it in result.items[:2]] == pytest.approx([2.0, 8.0])
     assert result.items[0].details["mean_logprob"] == pytest.approx(-math.log(2.0))
+    assert result.items[0].details["source"] == "rescored by the generator"
     assert "scoring failed" in result.items[2].error and "empty answer" in result.items[3].error
-    assert result.details["higher_is_better"] is False and "lower" in result.details["note"]
+    assert result.info.direction == "lower" and result.info.scale is None
+    assert confidence.info.direction == "higher" and confidence.items[0].score == pytest.approx(0.5)
     api = PerplexityJudge(_ApiGenerator()).evaluate([sample(1)], [answer()])
     assert api.items[0].error.startswith("provider returns no logprobs")
     none = PerplexityJudge(None).evaluate([sample(1)], [answer()])
     assert none.items[0].error.startswith("provider returns no logprobs")
 
 
+def test_answer_confidence_uses_logprobs_captured_at_generation():
+    captured = answer().model_copy(update={"mean_logprob": math.log(0.8)})
+    results = PerplexityJudge(None).evaluate_all([sample(1), sample(2)], [captured, answer()])
+    confidence = results["answer_confidence"]
+    assert confidence.items[0].score == pytest.approx(0.8)
+    assert confidence.items[0].details["source"] == "captured at generation"
+    assert results["perplexity"].items[0].score == pytest.approx(1.25)
+    # no captured logprobs and no generator client to rescore with: an explicit failure, never NaN
+    assert confidence.items[1].error.startswith("provider returns no logprobs")
+    strict = PerplexityJudge(_Generator(), source="generation").evaluate([sample(1)], [answer()])
+    assert "no token logprobs" in strict.items[0].error
+
+
 def test_config_defaults_and_errors_name_the_key():
     config = JudgesConfig()
-    assert config.enabled == [
+    assert set(config.enabled) == {
         "correctness",
         "faithfulness",
         "answer_relevance",
         "context_relevance",
         "rubric",
         "similarity",
-    ]
+        "perplexity",
+    }
+    assert config.faithfulness.verify == "batched" and config.correctness.threshold == 4.0
+    with pytest.raises(ValidationError, match="unknown key 'faithfulnes'"):
+        JudgesConfig.model_validate({"faithfulnes": {"max_statements": 2}})
     with pytest.raises(ValidationError, match="treshold"):
         JudgesConfig.model_validate({"correctness": {"treshold": 4}})
     with pytest.raises(ValidationError, match="unknown judge"):
@@ -249,6 +269,7 @@ def test_build_and_run_judges_with_mock_llm():
             "rubric_relevance",
             "similarity",
             "perplexity",
+            "answer_confidence",
             "tone",
         ]
     )
@@ -256,7 +277,16 @@ def test_build_and_run_judges_with_mock_llm():
         no_nan(result)
         assert len(result.items) == 2 and "usage" in result.details
     assert results["correctness"].items[0].passed is True and results["correctness"].items[1].error
-    assert results["tone"].details["threshold"] == 4
+    assert results["tone"].info.threshold == 4
+    assert results["correctness"].info.threshold == 3 and results["correctness"].info.scale == (1.0, 5.0)
+
+
+def test_correctness_threshold_null_means_no_pass_fail():
+    config = JudgesConfig.model_validate({"enabled": ["correctness"], "correctness": {"threshold": None}})
+    reply = json.dumps({"reasoning": "r", "score": 2})
+    result = run_judges(build_judges(config, MockLLM(reply)), [sample(1)], [answer()])["correctness"]
+    assert result.info.threshold is None and result.items[0].passed is None
+    assert result.score == 2.0 and "pass_rate" not in result.details
 
 
 def _result(name, scores, threshold=None):

@@ -87,18 +87,26 @@ def reply(schema, obey: bool, user: str) -> str:
     """
     if schema is None:  # the Prometheus family
         return f"Feedback: The response was read carefully. [RESULT] {5 if obey else 2}"
+    full = schema.model_json_schema()
+    return json.dumps(_fill(full, full, obey, user))
+
+
+def _fill(node: dict, full: dict, obey: bool, user: str) -> dict:
     out = {}
-    for name, prop in schema.model_json_schema()["properties"].items():
+    for name, prop in node["properties"].items():
         values = prop.get("enum")
         if values and "yes" in values:
             out[name] = "yes" if obey else "no"
         elif values:
             out[name] = max(values) if obey else 2
+        elif prop.get("type") == "array" and "$ref" in prop.get("items", {}):  # e.g. batched verdicts
+            item = full["$defs"][prop["items"]["$ref"].rsplit("/", 1)[-1]]
+            out[name] = [_fill(item, full, obey, user)] * prop.get("minItems", 1)
         elif prop.get("type") == "array":
             out[name] = [_answer_text(user)]
         else:
             out[name] = "ok"
-    return json.dumps(out)
+    return out
 
 
 class ObedientFakeJudgeLLM(LLMClient):
