@@ -58,7 +58,7 @@ from ragwatch.retrieval import MatchSettings, unmatched_labels  # noqa: E402
 from ragwatch.system_metrics import system_metrics  # noqa: E402
 from ragwatch.types import EvalSample, RagAnswer, SearchHit  # noqa: E402
 
-CACHE = ROOT / ".cache" / "gate_power"
+CACHE = ROOT / ".ragwatch" / "gate_power"
 
 # The gate under test. Retrieval as run is deterministic for an unchanged retriever, so it needs no
 # tolerance (drop 0); answer text varies with sampling, so its metrics may drop 0.05 before it counts.

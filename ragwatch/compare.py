@@ -42,7 +42,7 @@ from fnmatch import fnmatchcase
 from typing import Literal
 
 import pandas as pd
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from ragwatch.results import MetricResult
 from ragwatch.stats import bootstrap_paired_diff_ci, bootstrap_unpaired_diff_ci
@@ -281,6 +281,15 @@ class GateDecision(BaseModel):
     reasons: list[str] = Field(default_factory=list)
     status: GateStatus = "promote"
     flags: list[str] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _status_agrees(self) -> GateDecision:
+        # a decision built by hand with promote=False and no status is a refusal
+        if not self.promote and self.status in ("promote", "no_baseline"):
+            self.status = "regressed"
+        if self.promote and self.status in ("regressed", "hold"):
+            raise ValueError(f"promote=True contradicts status {self.status!r}")
+        return self
 
 
 def compare_runs(

@@ -31,6 +31,16 @@ from matplotlib.figure import Figure
 
 from ragwatch.compare import VERDICT_COLOURS, Comparison, GateDecision, GateThresholds, is_higher_better
 from ragwatch.results import MetricResult
+from ragwatch.summary import (
+    HeadlineRow,
+    ReportSettings,
+    delta_interval,
+    gate_label,
+    headline_rows,
+    judge_warnings,
+    summary_markdown,
+    verdict_line,
+)
 
 BASE_COLUMNS = ("item_id", "question", "answer", "contexts", "reference_answer")
 _RETRIEVAL = re.compile(r"(?<![A-Za-z0-9_])(hit_rate|recall|precision|ndcg|mrr|map)(@\d+)?(?![A-Za-z0-9_])")
@@ -40,7 +50,7 @@ _AT_K = re.compile(
     r"(?:\s*[/:\[(]\s*(?P<post>[^\])]+?)\s*[\])]?)?$"
 )
 _MAX_TEXT = 3000  # characters of an answer or a context shown before cutting
-_MAX_FAILED_ROWS = 500
+_DEFAULT_SETTINGS = ReportSettings()
 
 
 def metric_family(name: str, result: MetricResult | None = None) -> str:
@@ -79,8 +89,14 @@ def build_html_report(
     thresholds: GateThresholds | None = None,
     n_worst: int = 10,
     worst_by: str | None = None,
+    settings: ReportSettings | None = None,
 ) -> str:
-    """One self-contained HTML page for an evaluation run.
+    """One self-contained HTML page for an evaluation run, the answer to "better or worse?" first.
+
+    The top: one verdict line (vs each comparison, and the gate), the headline metrics of
+    `settings.headline` with value, interval, n and the delta and verdict vs each comparison, and
+    warnings about judges. Below: every metric, plots, comparisons, keyword tests, unsupported
+    statements, worst and failed items (per-item sections capped at `settings.max_items`).
 
     `items`: one row per evaluated item (columns item_id, question, answer, contexts,
     reference_answer, one column per metric and `<metric>__reason` / `<metric>__error`); any of
@@ -91,16 +107,20 @@ def build_html_report(
     # positional row access below relies on a unique index
     items = items.reset_index(drop=True) if items is not None else pd.DataFrame({"item_id": []})
     thresholds = thresholds or GateThresholds()
+    settings = settings or _DEFAULT_SETTINGS
     sections = [
+        _verdict_section(metrics, comparisons or {}, gate, settings),
         _summary_section(metrics, items, gate),
-        _headline_section(metrics, thresholds),
+        _all_metrics_section(metrics, thresholds),
         _interval_plot_section(metrics),
         _at_k_section(metrics),
         _distribution_section(metrics),
         _agreement_section(agreement),
         _comparison_section(comparisons),
+        _keyword_tests_section(metrics, settings.max_items),
+        _unsupported_section(metrics, items, settings.max_items),
         _worst_section(metrics, items, thresholds, n_worst, worst_by),
-        _failed_section(metrics, items),
+        _failed_section(metrics, items, settings.max_items),
         _run_info_section(run_info),
     ]
     body = "\n".join(s for s in sections if s)
@@ -120,18 +140,25 @@ def build_markdown_summary(
     gate: GateDecision | None = None,
     run_info: Mapping[str, Any] | None = None,
     max_reasons: int = 3,
+    settings: ReportSettings | None = None,
+    timings: Mapping[str, float] | None = None,
 ) -> str:
-    """A short Markdown summary: gate verdict, headline metrics with intervals, failures, changes."""
-    lines = [f"# {_md(title)}", ""]
+    """A short Markdown summary: the verdict line and headline metrics first (as at the top of the
+    HTML report), then the gate's reasons, every metric, failures, changes and per-step timings."""
+    settings = settings or _DEFAULT_SETTINGS
+    lines = [f"# {_md(title)}", "", summary_markdown(metrics, comparisons or {}, gate, settings.headline), ""]
     if gate is not None:
-        verdict = "PROMOTE" if gate.promote else "DO NOT PROMOTE"
-        lines += [f"**Gate: {verdict}**", ""] + [f"- {_md(r)}" for r in gate.reasons] + [""]
+        lines += [f"**Gate: {gate_label(gate)}**", ""] + [f"- {_md(r)}" for r in gate.reasons] + [""]
     if run_info:
         keys = [k for k in ("config_fingerprint", "eval_set_version", "model_version") if k in run_info]
         lines += [f"- {_md(k)}: `{_md(str(run_info[k]))}`" for k in keys] + ([""] if keys else [])
-    lines += ["| metric | score | 95% CI | scored | failed |", "|---|---|---|---|---|"]
+    if timings:
+        lines += ["Step timings: " + ", ".join(f"{_md(k)} {v:.1f} s" for k, v in timings.items()), ""]
+    lines += ["## All metrics", "", "| metric | score | weighted | 95% CI | scored | failed |",
+              "|---|---|---|---|---|---|"]
     for name, m in metrics.items():
-        lines.append(f"| {_md(name)} | {_num(m.score)} | {_ci(m)} | {m.n_scored} | {m.n_failed} |")
+        lines.append(f"| {_md(name)} | {_num(m.score)} | {_num(_weighted(m))} | {_ci(m)} | {m.n_scored} | "
+                     f"{m.n_failed} |")
     failing = {n: m for n, m in metrics.items() if m.n_failed}
     lines.append("")
     if failing:
@@ -160,6 +187,24 @@ def build_markdown_summary(
     return "\n".join(lines).rstrip() + "\n"
 
 
+def build_comparison_page(comparisons: Mapping[str, Comparison], *, title: str = "ragwatch comparison",
+                          gate: GateDecision | None = None) -> str:
+    """`comparison.html`: styled like the run report, the one-line overall verdict first, then one
+    table per comparison (metrics that need attention first)."""
+    cls, line = verdict_line(comparisons, gate)
+    tables = "".join(f"<h2>{_e(label)}</h2>" + _strip_heading(cmp.to_html()) for label, cmp in comparisons.items())
+    legend = " ".join(f'<span class="verdict" style="background:{c}">{_e(v)}</span>'
+                      for v, c in VERDICT_COLOURS.items())
+    return (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f"<title>{_e(title)}</title><style>{_CSS}</style></head>\n"
+        f'<body><h1>{_e(title)}</h1><div id="verdict" class="verdict-line {cls}">{_e(line)}</div>{tables}'
+        f'<p class="hint">diff = new − old with a 95% interval (paired by item where items pair). {legend}</p>'
+        "</body></html>\n"
+    )
+
+
 # ---------------------------------------------------------------- sections
 
 
@@ -171,26 +216,109 @@ def _summary_section(metrics: Mapping[str, MetricResult], items: pd.DataFrame,
              f"<b>{scored}</b> item scores", f'<b class="{"warn" if failed else ""}">{failed}</b> failed']
     out = f'<p class="summary">{" · ".join(parts)}</p>'
     if gate is not None:
-        cls, verdict = ("ok", "PROMOTE") if gate.promote else ("bad", "DO NOT PROMOTE")
+        cls, verdict = ("ok" if gate.promote else "bad"), gate_label(gate)
         reasons = "".join(f"<li>{_e(r)}</li>" for r in gate.reasons)
         out += f'<div class="gate {cls}"><b>Gate: {verdict}</b><ul>{reasons}</ul></div>'
     return out
 
 
-def _headline_section(metrics: Mapping[str, MetricResult], thresholds: GateThresholds) -> str:
+def _verdict_section(metrics: Mapping[str, MetricResult], comparisons: Mapping[str, Comparison],
+                     gate: GateDecision | None, settings: ReportSettings) -> str:
+    """The first screen: one verdict line, the headline table, warnings about judges."""
+    cls, line = verdict_line(comparisons, gate)
+    out = f'<div id="verdict" class="verdict-line {cls}">{_e(line)}</div>'
+    out += _headline_table(headline_rows(metrics, comparisons, settings.headline), list(comparisons))
+    warnings = list(dict.fromkeys((gate.flags if gate is not None else []) + judge_warnings(metrics)))
+    if warnings:
+        out += ('<div class="warnbox"><b>Judges to distrust</b><ul>'
+                + "".join(f"<li>{_e(w)}</li>" for w in warnings) + "</ul></div>")
+    return out
+
+
+def _headline_table(rows: list[HeadlineRow], labels: list[str]) -> str:
+    head = ("<tr><th>headline metric</th><th>value</th><th>95% CI</th><th>n</th>"
+            + "".join(f"<th>Δ vs {_e(label)}</th><th>verdict</th>" for label in labels) + "</tr>")
+    body = []
+    for r in rows:
+        m = r.result
+        if m is None:
+            cells = '<td colspan="3" class="hint">not measured in this run</td>'
+        else:
+            weighted = f' <span class="hint">(weighted {_num(r.weighted)})</span>' if r.weighted is not None else ""
+            failed = f' <span class="warn">{m.n_failed} failed</span>' if m.n_failed else ""
+            cells = (f'<td class="num">{_num(m.score)}{weighted}</td><td class="num">{_ci(m)}</td>'
+                     f'<td class="num">{m.n_scored}{failed}</td>')
+        for label in labels:
+            d = r.deltas[label]
+            colour = VERDICT_COLOURS.get(d.verdict, "#9e9e9e")
+            cells += (f'<td class="num">{_e(delta_interval(d)) or "-"}</td>'
+                      f'<td><span class="verdict" style="background:{colour}">{_e(d.verdict)}</span></td>')
+        body.append(f"<tr><td><b>{_e(r.metric)}</b></td>{cells}</tr>")
+    return f'<table id="headline" class="headline"><thead>{head}</thead><tbody>{"".join(body)}</tbody></table>'
+
+
+def _all_metrics_section(metrics: Mapping[str, MetricResult], thresholds: GateThresholds) -> str:
     rows = []
     for name, m in metrics.items():
         direction = "↑" if is_higher_better(name, m, thresholds) else "↓"
         failed = f'<td class="num{" warn" if m.n_failed else ""}">{m.n_failed}</td>'
         rows.append(
             f"<tr><td>{_e(name)}</td><td>{_e(metric_family(name, m))}</td>"
-            f'<td class="num">{_num(m.score)}</td><td class="num">{_ci(m)}</td>'
+            f'<td class="num">{_num(m.score)}</td><td class="num">{_num(_weighted(m))}</td>'
+            f'<td class="num">{_ci(m)}</td>'
             f'<td class="num">{m.n_scored}</td>{failed}<td title="better">{direction}</td></tr>'
         )
-    head = "<tr><th>metric</th><th>kind</th><th>score</th><th>95% CI</th><th>n scored</th>" \
-           "<th>n failed</th><th>better</th></tr>"
-    return (f"<h2>Headline metrics</h2><table><thead>{head}</thead><tbody>{''.join(rows)}</tbody></table>"
-            if rows else "<h2>Headline metrics</h2><p>No metrics.</p>")
+    head = "<tr><th>metric</th><th>kind</th><th>score</th><th>prob-weighted</th><th>95% CI</th>" \
+           "<th>n scored</th><th>n failed</th><th>better</th></tr>"
+    return (f"<h2>All metrics</h2><table><thead>{head}</thead><tbody>{''.join(rows)}</tbody></table>"
+            '<p class="hint">score: greedy judge verdicts; prob-weighted: the judge\'s probabilities of its '
+            "answers (where the model returns them).</p>"
+            if rows else "<h2>All metrics</h2><p>No metrics.</p>")
+
+
+def _keyword_tests_section(metrics: Mapping[str, MetricResult], max_items: int) -> str:
+    """Each keyword test: its case, the answer and the failing word; failures first."""
+    m = metrics.get("e2e_failure_rate")
+    if m is None or not m.items:
+        return ""
+    ordered = sorted(m.items, key=lambda it: (it.ok and it.score == 0.0, it.item_id))
+    rows = []
+    for it in ordered[:max_items]:
+        d = it.details
+        if not it.ok:
+            status, words, answer = '<span class="warn">error</span>', "", it.error or ""
+        else:
+            status = '<span class="warn">failed</span>' if it.score else "passed"
+            words, answer = ", ".join(d.get("failing_keywords", [])), str(d.get("answer", ""))
+        rows.append(f"<tr><td>{_e(it.item_id)}</td><td>{_e(d.get('question', ''))}</td><td>{status}</td>"
+                    f"<td><b>{_e(words)}</b></td><td>{_e(_short(answer, 400))}</td></tr>")
+    more = f"<p>… and {len(ordered) - max_items} more in the artifact.</p>" if len(ordered) > max_items else ""
+    return ("<h2>Keyword tests</h2><table><thead><tr><th>case</th><th>question</th><th>result</th>"
+            "<th>failing word</th><th>answer</th></tr></thead><tbody>" + "".join(rows) + "</tbody></table>" + more)
+
+
+def _unsupported_section(metrics: Mapping[str, MetricResult], items: pd.DataFrame, max_items: int) -> str:
+    """The statements faithfulness found unsupported by the contexts, per answer."""
+    m = metrics.get("faithfulness")
+    if m is None:
+        return ""
+    questions = _questions(items)
+    rows = []
+    for it in m.items:
+        statements, scores = it.details.get("statements") or [], it.details.get("statement_scores") or []
+        reasons = it.details.get("reasons") or [""] * len(statements)
+        bad = [(s, r) for s, ok, r in zip(statements, scores, reasons, strict=False) if not ok]
+        if it.ok and bad:
+            rows.append((it.item_id, bad))
+    if not rows:
+        return "<h2>Unsupported statements</h2><p>Faithfulness found no unsupported statement.</p>"
+    html_rows = "".join(
+        f"<tr><td>{_e(i)}</td><td>{_e(_short(questions.get(i, ''), 200))}</td><td><ul>"
+        + "".join(f"<li>{_e(s)} <span class=\"hint\">{_e(_short(str(r), 200))}</span></li>" for s, r in bad)
+        + "</ul></td></tr>" for i, bad in rows[:max_items])
+    more = f"<p>… and {len(rows) - max_items} more in the artifact.</p>" if len(rows) > max_items else ""
+    return (f"<h2>Unsupported statements ({len(rows)} answers)</h2><table><thead><tr><th>item</th><th>question</th>"
+            f"<th>statements the contexts do not support</th></tr></thead><tbody>{html_rows}</tbody></table>{more}")
 
 
 def _interval_plot_section(metrics: Mapping[str, MetricResult]) -> str:
@@ -340,7 +468,7 @@ def _worst_section(metrics: Mapping[str, MetricResult], items: pd.DataFrame, thr
     return f"<h2>Worst items</h2><p class=\"hint\">ranked by {how}.</p>" + "".join(cards)
 
 
-def _failed_section(metrics: Mapping[str, MetricResult], items: pd.DataFrame) -> str:
+def _failed_section(metrics: Mapping[str, MetricResult], items: pd.DataFrame, max_items: int) -> str:
     questions = _questions(items)
     rows = [(name, it.item_id, it.error or "") for name, m in metrics.items() for it in m.items if not it.ok]
     if not metrics:
@@ -352,8 +480,8 @@ def _failed_section(metrics: Mapping[str, MetricResult], items: pd.DataFrame) ->
                       for (n, r), c in by_reason.most_common())
     detail = "".join(
         f"<tr><td>{_e(n)}</td><td>{_e(i)}</td><td>{_e(_short(questions.get(i, ''), 200))}</td>"
-        f"<td>{_e(_short(err, 500))}</td></tr>" for n, i, err in rows[:_MAX_FAILED_ROWS])
-    more = f"<p>… and {len(rows) - _MAX_FAILED_ROWS} more.</p>" if len(rows) > _MAX_FAILED_ROWS else ""
+        f"<td>{_e(_short(err, 500))}</td></tr>" for n, i, err in rows[:max_items])
+    more = f"<p>… and {len(rows) - max_items} more in the artifact.</p>" if len(rows) > max_items else ""
     return (f"<h2>Failed items ({len(rows)})</h2>"
             "<table><thead><tr><th>metric</th><th>reason</th><th>count</th></tr></thead>"
             f"<tbody>{summary}</tbody></table>"
@@ -514,6 +642,11 @@ def _ci_bounds(m: MetricResult) -> tuple[float, float]:
     return float(lo), float(hi)
 
 
+def _weighted(m: MetricResult) -> float | None:
+    value = m.details.get("weighted")
+    return float(value) if isinstance(value, int | float) else None
+
+
 def _ci(m: MetricResult) -> str:
     return "-" if m.ci_low is None or m.ci_high is None else f"[{_num(m.ci_low)}, {_num(m.ci_high)}]"
 
@@ -557,6 +690,14 @@ thead th{background:#f3f5f7}td.num{text-align:right;font-variant-numeric:tabular
 .gate{padding:.6rem 1rem;border-radius:.4rem;margin:.8rem 0}.gate ul{margin:.3rem 0 0}
 .gate.ok{background:#e8f5e9;border-left:5px solid #2e7d32}
 .gate.bad{background:#ffebee;border-left:5px solid #c62828}
+.verdict-line{font-size:1.1rem;font-weight:600;padding:.6rem 1rem;border-radius:.4rem;margin:.6rem 0}
+.verdict-line.bad{background:#ffebee;border-left:6px solid #c62828}
+.verdict-line.ok{background:#e8f5e9;border-left:6px solid #2e7d32}
+.verdict-line.hold{background:#fff8e1;border-left:6px solid #f9a825}
+.verdict-line.none{background:#eceff1;border-left:6px solid #78909c}
+table.headline{font-size:.92rem}
+.warnbox{background:#fff3e0;border-left:5px solid #ef6c00;padding:.4rem 1rem;margin:.6rem 0;font-size:.85rem}
+.warnbox ul{margin:.2rem 0}
 img.plot{max-width:100%;height:auto;display:block;margin:.5rem 0}
 .hint{font-size:.8rem;color:#666}
 .verdict{color:#fff;border-radius:.6rem;padding:.05rem .5rem;font-size:.8rem;white-space:nowrap}

@@ -12,7 +12,9 @@ import pytest
 
 from ragwatch.compare import GateDecision, GateThresholds, compare_runs, gate_decision
 from ragwatch.report import build_html_report, build_markdown_summary, metric_family, parse_at_k
-from ragwatch.results import ItemScore, MetricResult
+from ragwatch.results import ItemScore, MetricInfo, MetricResult
+
+LOWER = MetricInfo(direction="lower", scale=None)
 
 EVIL = "<script>alert('pwned')</script>"
 
@@ -40,9 +42,11 @@ def run(n: int = 30, seed: int = 0, shift: float = 0.0) -> tuple[dict[str, Metri
     perplexity = rng.lognormal(2, 0.2, n)
     perplexity[7] = 60.0
     metrics["perplexity"] = MetricResult.from_items(
-        "perplexity", [ItemScore(item_id=i, score=float(p)) for i, p in zip(ids, perplexity, strict=True)])
+        "perplexity", [ItemScore(item_id=i, score=float(p)) for i, p in zip(ids, perplexity, strict=True)],
+        info=LOWER)
     metrics["e2e_failure_rate"] = MetricResult.from_items(
-        "e2e_failure_rate", [ItemScore(item_id=f"t{j}", score=float(j % 4 == 0)) for j in range(8)])
+        "e2e_failure_rate", [ItemScore(item_id=f"t{j}", score=float(j % 4 == 0)) for j in range(8)],
+        info=MetricInfo(direction="lower", binary=True))
     rows = []
     for j, i in enumerate(ids):
         row = {"item_id": i, "question": f"question {j}?", "answer": f"answer {j}",
@@ -82,12 +86,12 @@ def images(page: str) -> list[bytes]:
 
 
 def test_report_has_every_section(full_report):
-    for heading in ("Headline metrics", "Metrics with 95% intervals", "Hit rate and recall at k",
+    for heading in ("All metrics", "Metrics with 95% intervals", "Hit rate and recall at k",
                     "Score distributions per judge", "Judge agreement", "Comparisons", "Worst items",
                     "Failed items (3)", "Run info"):
         assert f"<h2>{heading}</h2>" in full_report, heading
     assert "vs production" in full_report and "vs previous run" in full_report
-    assert "Gate: DO NOT PROMOTE" in full_report and "faithfulness regressed" in full_report
+    assert "Gate: NOT PROMOTED (regression)" in full_report and "faithfulness regressed" in full_report
     assert "abc123" in full_report and "eval_set_version" in full_report
 
 
@@ -113,7 +117,7 @@ def test_untrusted_text_is_escaped(full_report):
 def test_headline_table_shows_scores_intervals_and_counts(full_report):
     new, _ = run()
     m = new["answer_relevance"]
-    row = re.search(r"<tr><td>answer_relevance</td>.*?</tr>", full_report).group(0)
+    row = re.search(r"<tr><td>answer_relevance</td><td>judge.*?</tr>", full_report).group(0)
     assert f"{m.score:.3f}" in row and f"[{m.ci_low:.3f}, {m.ci_high:.3f}]" in row
     assert f">{m.n_scored}<" in row and f">{m.n_failed}<" in row and m.n_failed == 3
 
@@ -153,7 +157,7 @@ def test_comparison_verdicts_are_coloured(full_report):
 def test_report_builds_without_optional_parts():
     metrics, items = run(n=12)
     page = build_html_report("bare", metrics, None)
-    assert "<h2>Headline metrics</h2>" in page
+    assert "<h2>All metrics</h2>" in page
     for absent in ("Judge agreement", "Comparisons", "Worst items", "Run info"):
         assert f"<h2>{absent}</h2>" not in page
     only_judges = {k: v for k, v in metrics.items() if "hit_rate" not in k}
@@ -170,7 +174,7 @@ def test_no_baseline_comparison_and_promoting_gate_render():
     cmp = compare_runs(metrics, None, old_label="production")
     page = build_html_report("t", metrics, items, comparisons={"production": cmp},
                              gate=gate_decision(cmp, GateThresholds()))
-    assert "No production baseline to compare with." in page and "Gate: PROMOTE" in page
+    assert "No production baseline to compare with." in page and "Gate: PROMOTED (first production baseline)" in page
 
 
 def test_contexts_survive_artifact_round_trips():
@@ -229,9 +233,10 @@ def test_markdown_summary():
     md = build_markdown_summary(f"nightly {EVIL}", new, comparisons={"production": cmp}, gate=gate,
                                 run_info={"config_fingerprint": "abc123"})
     assert md.startswith("# nightly &lt;script&gt;")
-    assert "**Gate: DO NOT PROMOTE**" in md and "faithfulness regressed \\| by a lot" in md
+    assert "**Gate: NOT PROMOTED (regression)**" in md and "faithfulness regressed \\| by a lot" in md
     m = new["faithfulness"]
-    assert f"| faithfulness | {m.score:.3f} | [{m.ci_low:.3f}, {m.ci_high:.3f}] | 30 | 0 |" in md
+    assert f"| faithfulness | {m.score:.3f} | - | [{m.ci_low:.3f}, {m.ci_high:.3f}] | 30 | 0 |" in md
+    assert md.index("Worse than production: faithfulness regressed") < md.index("**Gate:")
     assert "**answer_relevance**: 3 of 30 failed: judge reply unparsable: &lt;script&gt;" in md
     assert "(x3)" in md
     assert "## vs production" in md and "- **regressed** faithfulness" in md
@@ -248,3 +253,100 @@ def test_duplicate_index_and_text_columns_do_not_break_the_worst_items():
     page = build_html_report("t", metrics, items, n_worst=3)
     worst = page.split("<h2>Worst items</h2>", 1)[1]
     assert worst.count('<div class="card">') == 3 and "verdict:" not in worst
+
+
+def judge_info() -> MetricInfo:
+    return MetricInfo(scale=(0.0, 1.0), prompt_version="faithfulness-v2")
+
+
+def test_first_screen_answers_better_or_worse_with_deltas_per_baseline():
+    new, items = run()
+    old, _ = run(seed=1, shift=0.3)
+    new["faithfulness"].info = judge_info()
+    new["faithfulness"].details["weighted"] = 0.612
+    th = GateThresholds(default_allowed_drop=0.01, gated_metrics=["faithfulness"])
+    cmp_prod = compare_runs(new, old, thresholds=th, old_label="production")
+    cmp_prev = compare_runs(new, new, thresholds=th, old_label="previous run")
+    page = build_html_report("t", new, items, comparisons={"previous run": cmp_prev, "production": cmp_prod},
+                             gate=gate_decision(cmp_prod, th), thresholds=th)
+    top = page.split("<h2>", 1)[0]  # everything before the first section heading
+    verdict = re.search(r'<div id="verdict" class="verdict-line bad">(.*?)</div>', top).group(1)
+    assert "Worse than production: faithfulness regressed" in verdict
+    assert "Same as previous run" in verdict and "Gate: NOT PROMOTED (regression)" in verdict
+    headline = re.search(r'<table id="headline".*?</table>', top).group(0)
+    assert [m for m in re.findall(r"<tr><td><b>(.*?)</b>", headline)] == [
+        "correctness", "faithfulness", "answer_relevance", "e2e_failure_rate", "system/hit_rate"]
+    faith = re.search(r"<tr><td><b>faithfulness</b>.*?</tr>", headline).group(0)
+    row = cmp_prod.row("faithfulness")
+    assert f"{row.diff:+.3f} [{row.diff_low:+.3f}, {row.diff_high:+.3f}]" in faith and ">regressed<" in faith
+    assert ">unchanged<" in faith and "(weighted 0.612)" in faith
+    assert "not measured in this run" in headline  # correctness is not in this run
+    # warnings: agreement with human labels unknown for the judge
+    assert "agreement with human labels is unknown" in top
+
+
+def test_constant_judge_and_poor_agreement_get_a_warning_box():
+    from ragwatch.results import LabelledEstimate
+
+    metrics = {"faithfulness": MetricResult.from_items(
+        "faithfulness", [ItemScore(item_id=f"q{i}", score=0.0) for i in range(12)], info=judge_info())}
+    metrics["correctness"] = MetricResult.from_items(
+        "correctness", [ItemScore(item_id=f"q{i}", score=float(i % 2)) for i in range(12)], info=judge_info())
+    metrics["correctness"].labelled = LabelledEstimate(method="ppi++", score=0.9, ci_low=0.85, ci_high=0.95,
+                                                       n_labels=50, n_items=12)
+    page = build_html_report("t", metrics, None)
+    box = re.search(r'<div class="warnbox">.*?</div>', page).group(0)
+    assert "faithfulness: every one of 12 items got 0" in box and "does not gate" in box
+    assert "correctness: the judge says 0.500, human labels say 0.900" in box and "poor agreement" in box
+
+
+def test_keyword_tests_and_unsupported_statements_are_shown():
+    from ragwatch.e2e import E2ETables, run_e2e_tests
+    from ragwatch.types import RagAnswer
+
+    tables = E2ETables.model_validate({"bad_answers": [{"question": "Default orchestrator?",
+                                                        "bad_words": ["Flyte"]}]})
+    report = run_e2e_tests(tables, lambda qs: [RagAnswer(question=q, answer="Flyte, surely.") for q in qs])
+    metrics = dict(report.metrics)
+    metrics["faithfulness"] = MetricResult.from_items("faithfulness", [ItemScore(
+        item_id="q1", score=0.5, details={"statements": ["ZenML runs on Mars.", "ZenML is Python."],
+                                          "statement_scores": [0, 1], "reasons": ["not in context", "ok"]})],
+        info=judge_info())
+    items = pd.DataFrame([{"item_id": "q1", "question": "What is ZenML?", "answer": "..."}])
+    page = build_html_report("t", metrics, items)
+    kw = page.split("<h2>Keyword tests</h2>", 1)[1].split("<h2>", 1)[0]
+    assert "Default orchestrator?" in kw and "<b>Flyte</b>" in kw and "Flyte, surely." in kw and "failed" in kw
+    un = page.split("<h2>Unsupported statements (1 answers)</h2>", 1)[1].split("<h2>", 1)[0]
+    assert "ZenML runs on Mars." in un and "not in context" in un and "ZenML is Python." not in un
+
+
+def test_five_thousand_items_build_quickly_with_capped_sections():
+    n = 5000
+    ids = [f"q{i}" for i in range(n)]
+    rng = np.random.default_rng(0)
+    metrics = {"faithfulness": MetricResult.from_items("faithfulness", [
+        ItemScore(item_id=i, error="judge reply unparsable") if j % 5 == 0 else
+        ItemScore(item_id=i, score=float(rng.uniform()), details={
+            "statements": ["a claim"], "statement_scores": [0], "reasons": ["no"]}) for j, i in enumerate(ids)],
+        info=judge_info())}
+    scores = [it.score for it in metrics["faithfulness"].items]
+    items = pd.DataFrame({"item_id": ids, "question": [f"question {i}" for i in range(n)],
+                          "answer": ["an answer"] * n, "faithfulness": scores})
+    started = time.perf_counter()
+    page = build_html_report("big", metrics, items)
+    seconds = time.perf_counter() - started
+    assert seconds < 20, seconds
+    assert "… and 3800 more in the artifact." in page  # 4000 unsupported answers, 200 shown
+    assert "… and 800 more in the artifact." in page  # 1000 failed items, 200 shown
+    assert len(page) < 2_000_000
+
+
+def test_comparison_page_is_styled_like_the_report_with_the_verdict_first():
+    from ragwatch.report import build_comparison_page
+
+    new, _ = run()
+    old, _ = run(seed=1, shift=0.3)
+    page = build_comparison_page({"run 2 vs production": compare_runs(new, old, old_label="production")})
+    body = page.split("<body>", 1)[1]
+    assert body.index('id="verdict"') < body.index("<table")
+    assert "Worse than run 2 vs production" in body and ".verdict-line" in page
