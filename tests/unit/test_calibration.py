@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import random
 from collections.abc import Callable
 from typing import Any
 
@@ -100,8 +101,8 @@ def test_generic_jsonl_loader(tmp_path):
 
 
 @pytest.mark.parametrize(("line", "message"), [
-    ('{"question": "q", "label": "yes"}', "'answer'"),
-    ('{"answer": "a"}', "'label'"),
+    ('{"question": "q", "label": "yes"}', "needs a string answer: one of the columns answer, claim"),
+    ('{"answer": "a"}', "needs a label .* in one of the columns label, human_label, passing"),
     ('{"answer": "a", "label": "perhaps"}', ":1: unknown label"),
     ("{not json", "not valid JSON"),
 ])
@@ -248,3 +249,63 @@ def test_auto_picks_faithfulness_when_every_item_has_contexts(tmp_path):
 def test_settings_reject_unknown_keys():
     with pytest.raises(ValueError, match="datset"):
         CalibrationSettings.model_validate({"datset": "x.jsonl"})
+
+
+# --- other formats: QAGS-style (context + claim), TruthfulQA-style (question + answer), ragas, LlamaIndex
+FORMAT_ROWS = {
+    "qags.jsonl": [{"context": "The van was robbed in Glasgow.", "claim": "A van was robbed.", "label": "supported",
+                    "votes_yes": 3, "votes": 3},
+                   {"context": "The van was robbed in Glasgow.", "claim": "A bank was robbed.",
+                    "label": "unsupported", "votes_yes": 0, "votes": 3}],
+    "truthfulqa.jsonl": [{"question": "Can sharks get cancer?", "answer": "Yes.", "label": "true"},
+                         {"question": "What is under Denver Airport?", "answer": "A city.", "label": "false"}],
+    "ragas.jsonl": [{"user_input": "q1", "response": "r1", "retrieved_contexts": ["c1"], "reference": "ref",
+                     "human_label": 1},
+                    {"user_input": "q2", "response": "r2", "retrieved_contexts": ["c2", "c3"], "reference": "ref",
+                     "human_label": 0}],
+    "llamaindex.jsonl": [{"query": "q1", "response": "r1", "contexts": ["c1"], "reference_answer": "ref",
+                          "passing": True},
+                         {"query": "q2", "response": "r2", "contexts": ["c2"], "passing": False}],
+}
+
+
+@pytest.mark.parametrize("name", sorted(FORMAT_ROWS))
+def test_common_formats_load_without_code(tmp_path, name):
+    path = tmp_path / name
+    path.write_text("".join(json.dumps(row) + "\n" for row in FORMAT_ROWS[name]))
+    items = load_calibration_set(path)
+    assert [it.faithful for it in items] == [True, False]
+    assert all(it.answer for it in items)
+    if name in ("qags.jsonl", "ragas.jsonl", "llamaindex.jsonl"):
+        assert all(it.contexts for it in items)
+    if name == "ragas.jsonl":
+        assert items[1].contexts == ["c2", "c3"] and items[0].question == "q1" and items[0].reference_answer == "ref"
+    if name == "qags.jsonl":
+        assert items[0].metadata == {"votes_yes": 3, "votes": 3}
+
+
+def test_csv_with_ragas_columns_and_list_cells(tmp_path):
+    path = tmp_path / "ragas.csv"
+    path.write_text('user_input,response,retrieved_contexts,label\nq,"r, with comma","[""c1"", ""c2""]",yes\n'
+                    "q2,r2,plain context,no\n")
+    items = load_calibration_set(path)
+    assert items[0].contexts == ["c1", "c2"] and items[0].answer == "r, with comma" and items[0].faithful
+    assert items[1].contexts == ["plain context"] and not items[1].faithful
+
+
+def test_threshold_is_tuned_on_one_half_and_reported_on_the_other():
+    from ragwatch.calibration import choose_threshold
+    from ragwatch.calibration.threshold import best_threshold, split_halves
+
+    # P(yes) of a judge that ranks well but never goes below 0.5: a 0.5 cut calls everything faithful
+    rng = random.Random(0)
+    labels = [i % 2 == 0 for i in range(80)]
+    scores = [0.75 + rng.uniform(0, 0.2) if y else 0.6 + rng.uniform(0, 0.2) for y in labels]
+    first, second = split_halves(labels, seed=1)
+    assert not set(first) & set(second) and len(first) + len(second) == 80
+    assert sum(labels[i] for i in first) == 20
+    assert best_threshold([0.1, 0.2, 0.8, 0.9], [False, False, True, True]) == (0.5, 1.0)
+    choice = choose_threshold(scores, labels, seed=1, resamples=200)
+    assert 0.6 < choice.threshold < 0.95 and choice.tuned_on == choice.reported_on == 40
+    assert choice.balanced_accuracy.value > 0.7  # at 0.5 it would be exactly 0.5
+    assert choose_threshold([0.1, 0.9, 0.5], [True, False, True]) is None  # too few labels to split

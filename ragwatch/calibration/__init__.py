@@ -1,0 +1,45 @@
+"""Judge calibration: how far a judge agrees with people, and at which cut-off to read it.
+
+- `loaders`: labelled sets in the generic, ragas, LlamaIndex and HaluEval formats -> `CalibrationItem`.
+- `judge`: the direct yes/no support judge for sets without retrieved contexts.
+- `report`: `calibrate` (agreement with intervals, greedy vs probability-weighted).
+- `threshold`: the weighted-mode cut-off chosen on one split and reported on the other.
+- `running`: `CalibrationSettings` and `run_calibration`, what `python run.py calibrate` runs.
+- `injection`: the mode-aware prompt-injection measure used by the injection test.
+
+Example:
+    >>> report = run_calibration(CalibrationSettings(limit=60))  # doctest: +SKIP
+    >>> print(report.to_markdown())  # doctest: +SKIP
+"""
+
+from ragwatch.calibration.injection import INJECTIONS, InjectionResult, measure_injection
+from ragwatch.calibration.judge import PROMPT_VERSION, SupportJudge, SupportVerdict
+from ragwatch.calibration.loaders import (
+    FAITHFUL,
+    HALLUCINATED,
+    CalibrationItem,
+    load_calibration_set,
+    load_halueval_general,
+    load_jsonl,
+    parse_label,
+    stratified_sample,
+    to_eval_pairs,
+)
+from ragwatch.calibration.report import CalibrationItemResult, CalibrationReport, ModeMetrics, calibrate
+from ragwatch.calibration.running import (
+    DEFAULT_DATASET,
+    REPO_ROOT,
+    CalibrationSettings,
+    build_calibration_judge,
+    resolve_dataset,
+    run_calibration,
+)
+from ragwatch.calibration.threshold import ThresholdChoice, choose_threshold
+
+__all__ = [
+    "DEFAULT_DATASET", "FAITHFUL", "HALLUCINATED", "INJECTIONS", "PROMPT_VERSION", "REPO_ROOT",
+    "CalibrationItem", "CalibrationItemResult", "CalibrationReport", "CalibrationSettings", "InjectionResult",
+    "ModeMetrics", "SupportJudge", "SupportVerdict", "ThresholdChoice", "build_calibration_judge", "calibrate",
+    "choose_threshold", "load_calibration_set", "load_halueval_general", "load_jsonl", "measure_injection",
+    "parse_label", "resolve_dataset", "run_calibration", "stratified_sample", "to_eval_pairs",
+]

@@ -1,0 +1,80 @@
+"""`python run.py calibrate`: settings, choosing the judge, and the whole run on a labelled file.
+
+Example:
+    >>> report = run_calibration(CalibrationSettings(limit=60))  # doctest: +SKIP
+    >>> print(report.to_markdown())  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ragwatch.calibration.judge import SupportJudge
+from ragwatch.calibration.loaders import CalibrationItem, load_calibration_set, stratified_sample
+from ragwatch.calibration.report import CalibrationReport, calibrate
+from ragwatch.llm.types import LLMSettings
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+DEFAULT_DATASET = "data/sample/eval/halueval_general_sample.jsonl"
+
+
+class CalibrationSettings(BaseModel):
+    """What `python run.py calibrate` runs. Relative dataset paths resolve against the repo root."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    dataset: str = DEFAULT_DATASET
+    format: Literal["auto", "jsonl", "halueval"] = "auto"
+    limit: int | None = Field(default=60, ge=1)
+    seed: int = 0
+    balanced: bool = False  # sample 50/50 instead of keeping the set's label proportions
+    judge: Literal["auto", "support", "faithfulness"] = "auto"
+    threshold: float = Field(default=0.5, ge=0, le=1)
+    use_logprobs: bool = True
+    max_statements: int = Field(default=8, ge=1, le=50)
+    max_context_tokens: int = Field(default=1500, ge=50)
+    llm: LLMSettings = Field(default_factory=lambda: LLMSettings(max_tokens=96))
+    resamples: int = Field(default=2000, ge=100)
+    tune_threshold: bool = True  # choose the weighted-mode threshold on one half, report it on the other
+
+
+def resolve_dataset(path: str) -> Path:
+    p = Path(path).expanduser()
+    if p.is_absolute() or p.exists():
+        return p
+    return REPO_ROOT / p
+
+
+def build_calibration_judge(settings: CalibrationSettings, items: Sequence[CalibrationItem], llm: Any) -> Any:
+    """`auto`: faithfulness when every item has contexts, else the direct support judge."""
+    kind = settings.judge
+    if kind == "auto":
+        kind = "faithfulness" if all(it.contexts for it in items) else "support"
+    if kind == "faithfulness":
+        if not all(it.contexts for it in items):
+            raise ValueError("the faithfulness judge checks answers against contexts, and some items have "
+                             "none; use judge: support for sets without context (e.g. HaluEval general)")
+        from ragwatch.judges.faithfulness import FaithfulnessJudge
+
+        return FaithfulnessJudge(llm, max_statements=settings.max_statements,
+                                 max_context_tokens=settings.max_context_tokens,
+                                 use_logprobs=settings.use_logprobs)
+    return SupportJudge(llm, use_logprobs=settings.use_logprobs)
+
+
+def run_calibration(config: CalibrationSettings, llm: Any = None) -> CalibrationReport:
+    """Load, sample, judge and compare: the whole of `python run.py calibrate`."""
+    path = resolve_dataset(config.dataset)
+    items = stratified_sample(load_calibration_set(path, config.format), config.limit, seed=config.seed,
+                              balanced=config.balanced)
+    if llm is None:
+        from ragwatch.llm.client import LLMClient
+
+        llm = LLMClient(config.llm)
+    judge = build_calibration_judge(config, items, llm)
+    return calibrate(judge, items, threshold=config.threshold, dataset=str(config.dataset), seed=config.seed,
+                     resamples=config.resamples, tune_threshold=config.tune_threshold)
