@@ -60,6 +60,9 @@ def build_parser() -> argparse.ArgumentParser:
                                                 "balanced accuracy, F1 and Cohen's kappa with intervals.")
     _add_config(calibrate, "configs/calibrate.yaml")
     calibrate.add_argument("--limit", type=int, help="evaluate at most this many items")
+    calibrate.add_argument("--labels", action="store_true", help="measure the judges of an evaluation run "
+                                                                  "against your human_labels (review import)")
+    calibrate.add_argument("--run", help="with --labels: run name or id (default: the last evaluation run)")
 
     review = commands.add_parser("review", help="human labels on judged items (export a sample, import labels)",
                                  description="Export a seeded stratified sample of a run's judged items for "
@@ -222,6 +225,11 @@ def main(argv: list[str] | None = None) -> int:
             return cmd_pipeline(name, config, getattr(args, "no_cache", False), getattr(args, "zenml_config", None))
         if args.command == "compare":
             return cmd_compare(args.runs, args.config)
+        if args.command == "calibrate" and args.labels:
+            from orchestration.review import calibrate_on_labels
+
+            print(calibrate_on_labels(args.run))
+            return 0
         if args.command == "calibrate":
             return cmd_calibrate(args.config, args.limit)
         if args.command == "review":

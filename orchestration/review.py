@@ -132,3 +132,17 @@ def format_import(outcome: ImportOutcome, path: str | Path) -> str:
         lines += [f"  {problem}" for problem in outcome.problems]
     lines.append("the next `python run.py evaluate` shows the prediction-powered estimates")
     return "\n".join(lines)
+
+
+def calibrate_on_labels(run: str | None = None) -> str:
+    """The agreement table of `run`'s judges (default: the last evaluation) with the system's labels."""
+    from ragwatch.calibration.human import agreement_markdown, agreement_with_labels
+
+    found = find_run(run)
+    labels, _ = latest_human_labels(model_name_of(found))
+    if labels is None:
+        raise ValueError(f"no human_labels for {model_name_of(found)} yet: `python run.py review export`, "
+                         "fill the label columns, then `python run.py review import FILE`")
+    _, judged = run_items(found)
+    return agreement_markdown(agreement_with_labels(judged, labels),
+                              f"Judges of run {found.name} against your human labels")

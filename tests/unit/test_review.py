@@ -134,3 +134,23 @@ def test_attach_labelled_fills_ppi_estimate_only_where_labels_exist():
     assert out["similarity"].labelled is None and "similarity" not in skipped
     summary = labelled_summary(out)
     assert set(summary) == {"faithfulness"} and summary["faithfulness"]["n_labels"] == 30
+
+
+def test_agreement_with_human_labels_pass_fail_and_graded():
+    from sklearn.metrics import cohen_kappa_score
+
+    from ragwatch.calibration.human import agreement_markdown, agreement_with_labels
+
+    _, metrics = _metrics(40, seed=2)
+    judged = {it.item_id: it.score for it in metrics["faithfulness"].items if it.ok}
+    human = {i: (s if int(i[1:]) % 4 else 1.0 - s) for i, s in judged.items()}  # a quarter disagree
+    graded = {it.item_id: it.score for it in metrics["correctness"].items}
+    labels = HumanLabels().merge(
+        [HumanLabel(item_id=i, metric="faithfulness", value=v) for i, v in human.items()]
+        + [HumanLabel(item_id=i, metric="correctness", value=v) for i, v in graded.items()], source="x")
+    rows = {r.metric: r for r in agreement_with_labels(metrics, labels, resamples=200)}
+    assert rows["faithfulness"].kind == "pass/fail" and rows["faithfulness"].n == 39
+    kappa = rows["faithfulness"].measures["Cohen's kappa"].value
+    assert kappa == pytest.approx(cohen_kappa_score(list(human.values()), list(judged.values())))
+    assert rows["correctness"].kind == "graded" and rows["correctness"].measures["Spearman"].value == pytest.approx(1.0)
+    assert "| faithfulness | pass/fail | 39 | accuracy |" in agreement_markdown(list(rows.values()))
