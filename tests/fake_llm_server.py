@@ -5,7 +5,11 @@ carry "content" and "logprobs"). Faults are scripted per request: `script` maps 
 first user message (the item's prompt) to a queue of behaviours consumed one per matching request
 (repairs of an item match too); requests with no scripted behaviour left get `default` ("ok").
 
-Behaviours: "ok", "429" (Retry-After: `retry_after`), "500", "503", "401", "400", "hang" (no answer
+Unscripted requests may also fail at random (`random_faults={"429": 0.15}`: a seeded draw per request)
+or in bursts (`bursts=Bursts(every_s=10, length_s=2, first_at_s=4)`: every request arriving in a
+burst gets a 429 whose Retry-After, in whole seconds, is the time left in the burst when it is answered).
+
+Behaviours: "ok", "429" (Retry-After: `retry_after`, no header when None), "500", "503", "401", "400", "hang" (no answer
 for `hang_s`), "malformed" (a body that is not JSON), "truncated" (the reply content cut in half),
 "invalid" (a JSON reply that misses every schema field), "prose" (the reply as prose, not JSON).
 
@@ -19,14 +23,38 @@ Example:
 from __future__ import annotations
 
 import json
+import math
+import random
 import threading
 import time
 from collections import Counter, defaultdict, deque
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 Responder = Callable[[dict[str, Any]], "str | dict[str, Any]"]
+
+
+@dataclass(frozen=True)
+class Bursts:
+    """Windows of `length_s` every `every_s` seconds, the first at `first_at_s` after the epoch."""
+
+    every_s: float
+    length_s: float
+    first_at_s: float = 0.0
+
+    def end_of(self, t: float) -> float | None:
+        """The end of the burst that time `t` (since the epoch) falls in, or None."""
+        if t < self.first_at_s:
+            return None
+        phase = (t - self.first_at_s) % self.every_s
+        return t - phase + self.length_s if phase < self.length_s else None
+
+    def ends(self, until: float) -> list[float]:
+        """Every burst end up to `until` seconds after the epoch."""
+        n = int(max(0.0, until - self.first_at_s) // self.every_s) + 1
+        return [self.first_at_s + i * self.every_s + self.length_s for i in range(n)]
 
 
 def last_user_text(body: dict[str, Any]) -> str:
@@ -63,9 +91,12 @@ class FakeLLMServer:
         latency_s: float = 0.0,
         script: dict[str, Iterable[str]] | None = None,
         default: str = "ok",
-        retry_after: str = "1",
+        retry_after: str | None = "1",
         hang_s: float = 30.0,
         lifetime_s: float = 600.0,
+        random_faults: dict[str, float] | None = None,
+        bursts: Bursts | None = None,
+        seed: int = 0,
     ) -> None:
         self.responder = responder
         self.latency_s = latency_s
@@ -73,6 +104,10 @@ class FakeLLMServer:
         self.retry_after = retry_after
         self.hang_s = hang_s
         self.lifetime_s = lifetime_s
+        self.random_faults = dict(random_faults or {})
+        self.bursts = bursts
+        self._rng = random.Random(seed)
+        self.epoch = time.monotonic()  # bursts are timed from here; reset_counts() restarts it
         self._script: dict[str, deque[str]] = {k: deque(v) for k, v in (script or {}).items()}
         self._lock = threading.Lock()
         self._stopped = threading.Event()
@@ -131,23 +166,37 @@ class FakeLLMServer:
             self.auth_headers.clear()
             self.request_times.clear()
             self.peak_in_flight = 0
+            self.epoch = time.monotonic()
 
     # ---------------------------------------------------------------------------------- internals
-    def _next_behaviour(self, body: dict[str, Any]) -> str:
+    def _next_behaviour(self, body: dict[str, Any]) -> tuple[str, float | None]:
+        """The behaviour for this request and, for a burst 429, when its burst ends (monotonic)."""
         text = first_user_text(body)  # the item's prompt: repairs of that item match too
+        now = time.monotonic()
         with self._lock:
             self.calls += 1
             self.bodies.append(body)
             self.calls_by_prompt[first_user_text(body)] += 1
-            self.request_times[first_user_text(body)].append(time.monotonic())
+            self.request_times[first_user_text(body)].append(now)
+            burst_end = None
             for key, queue in self._script.items():
                 if key in text and queue:
                     behaviour = queue.popleft()
                     break
             else:
                 behaviour = self.default
+                end = self.bursts.end_of(now - self.epoch) if self.bursts else None
+                draw = self._rng.random()
+                if end is not None:
+                    behaviour, burst_end = "429", self.epoch + end
+                else:
+                    for fault, probability in self.random_faults.items():
+                        if draw < probability:
+                            behaviour = fault
+                            break
+                        draw -= probability
             self.behaviours[behaviour] += 1
-            return behaviour
+            return behaviour, burst_end
 
     def _reply(self, body: dict[str, Any], behaviour: str) -> dict[str, Any]:
         out = self.responder(body)
@@ -208,7 +257,7 @@ class _Handler(BaseHTTPRequestHandler):
         if not self.path.rstrip("/").endswith("/chat/completions"):
             self._error(404, f"no route {self.path}", "not_found")
             return
-        behaviour = fake._next_behaviour(body)
+        behaviour, burst_end = fake._next_behaviour(body)
         with fake._lock:
             fake.auth_headers.append(self.headers.get("Authorization"))
             fake.in_flight += 1
@@ -217,7 +266,12 @@ class _Handler(BaseHTTPRequestHandler):
             if fake.latency_s:
                 fake._stopped.wait(fake.latency_s)
             if behaviour == "429":
-                self._error(429, "rate limited", "rate_limit_exceeded", {"Retry-After": fake.retry_after})
+                retry_after = fake.retry_after
+                if burst_end is not None:  # the time left in the burst now, as a provider's quota reset
+                    left = math.ceil(burst_end - time.monotonic())
+                    retry_after = str(left) if left > 0 else None
+                headers = {"Retry-After": retry_after} if retry_after is not None else None
+                self._error(429, "rate limited", "rate_limit_exceeded", headers)
             elif behaviour in ("500", "503"):
                 self._error(int(behaviour), "the server had an error", "server_error")
             elif behaviour == "401":

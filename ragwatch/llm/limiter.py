@@ -7,8 +7,11 @@ The rules, after TCP congestion control (a *round* is the next `bound` sends, ab
 - Back off at most once per round, in proportion to the share of 429s in it (DCTCP: a round that is
   all 429s halves the bound, 15% of 429s takes 7.5% off). 429s on requests sent before the last
   decrease arrived at the old rate: they do not decrease again.
-- Regrow additively, by an eighth of the configured bound per round of successes (a halved bound is
-  back in four rounds), never above the configured bound.
+- Regrow additively, by a quarter of the configured bound per round of successes (a halved bound is
+  back in two rounds: bursts of 429s are common and short), never above the configured bound. As in
+  TCP's congestion avoidance each success adds its share (step / round size) at once, so growth does
+  not wait for a round's slowest reply. The price: against a sustained limit without Retry-After the
+  bound settles high and a share of calls keeps answering 429 (retried; set `rpm`/`tpm` for quotas).
 - A Retry-After pauses every new send, not only the item that got it; 429s on requests sent before
   that pause began carry no news and do not extend it.
 - A retry goes ahead of every first attempt not yet started (FIFO within each kind).
@@ -117,7 +120,7 @@ class FlowControl:
         self.max_limit = max(1, int(max_limit))
         self.clock = clock
         self.limit = float(self.max_limit)
-        self.step = max(1.0, self.max_limit / 8)
+        self.step = max(1.0, self.max_limit / 4)
         self.in_flight = 0
         self.paused_until = -math.inf
         self.srtt: float | None = None  # smoothed seconds per reply, as TCP keeps it
@@ -135,7 +138,7 @@ class FlowControl:
     @property
     def bound(self) -> int:
         """Calls allowed in flight now."""
-        return max(1, int(self.limit))
+        return max(1, int(self.limit + 1e-9))  # shares of a step sum to a hair under it
 
     # ---------------------------------------------------------------------------------- sending
     def wait_s(self, tokens: float = 0.0) -> float:
@@ -188,8 +191,11 @@ class FlowControl:
             self.paused_until = max(self.paused_until, now + retry_after_s)
             self._pause_seq = self._next_seq
             self.stats.pauses += 1
-        round_ = self._rounds.get(ticket.round_start)
-        if round_ is None:  # its round was dropped at a batch boundary
+        round_ = self._rounds.get(ticket.round_start)  # None: dropped at a batch boundary
+        if outcome == "ok":  # a round of successes adds one step, share by share
+            self.limit = min(float(self.max_limit), self.limit + self.step / (round_.size if round_ else self.bound))
+            self._record(now)
+        if round_ is None:
             return
         round_.pending -= 1
         if outcome == "ok":
@@ -214,9 +220,7 @@ class FlowControl:
             self.limit = max(1.0, self.limit * (1 - share / 2))
             self._recover = self._next_seq
             self.stats.decreases += 1
-        # additive increase in proportion to the round's successes (a stale round still grows)
-        self.limit = min(float(self.max_limit), self.limit + self.step * round_.ok / answered)
-        self._record(now)
+            self._record(now)
 
     def _record(self, now: float) -> None:
         bound = self.bound

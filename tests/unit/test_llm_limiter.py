@@ -58,8 +58,8 @@ def test_decrease_is_in_proportion_to_the_share_of_429s():
     tickets = send_round(flow, 32)
     for i, t in enumerate(tickets):
         flow.done(t, "rate_limit" if i < 4 else "ok")  # 12.5% 429s
-    # 32 * (1 - 0.0625) = 30, then + 4 * 28/32 = 3.5 for the successes: random 429s do not collapse it
-    assert flow.bound == 32 and flow.stats.decreases == 1
+    # 32 * (1 - 0.125 / 2) = 30, where a halving would give 16: random 429s trim, they do not collapse it
+    assert flow.bound == 30 and flow.stats.decreases == 1
 
 
 def test_regrowth_is_additive_per_round_of_successes():
@@ -68,11 +68,18 @@ def test_regrowth_is_additive_per_round_of_successes():
     for t in send_round(flow, 32):
         flow.done(t, "rate_limit")
     bounds = []
-    for _ in range(5):
+    for _ in range(3):
         for t in send_round(flow, flow.bound):
             flow.done(t, "ok")
         bounds.append(flow.bound)
-    assert bounds == [20, 24, 28, 32, 32]  # an eighth of 32 per round, capped at the configured 32
+    assert bounds == [24, 32, 32]  # a quarter of 32 per round, capped at the configured 32
+
+    flow = FlowControl(32, clock=clock)
+    flow.limit = 16.0
+    tickets = send_round(flow, 16)
+    for t in tickets[:8]:
+        flow.done(t, "ok")
+    assert flow.bound == 20  # each success adds its share at once: growth does not wait for the round
 
 
 def test_retry_after_pauses_every_send_once_and_stale_429s_do_not_extend_it():
@@ -119,7 +126,7 @@ def test_a_collapsed_bound_regrows_with_idle_time_between_batches():
     clock.now += 2.0  # two quiet round trips (srtt 1 s from the replies) before the next batch
     flow.srtt = 1.0
     flow.new_batch()
-    assert flow.bound == 10  # 2 + 2 rounds * 4: neither carried blindly nor forgotten outright
+    assert flow.bound == 18  # 2 + 2 rounds * 8: neither carried blindly nor forgotten outright
 
 
 # --------------------------------------------------------------------- the gate, in virtual time
@@ -218,7 +225,8 @@ def test_simulated_random_429s_cost_at_most_twice_the_clean_time():
     wall, limiter, outcomes, _ = simulate(random_429s)
     assert set(outcomes.values()) == {"ok"}
     assert wall <= 2 * 10.0
-    assert limiter.stats.lowest >= 24  # 15% of 429s per round trims the bound, it does not collapse it
+    # 15% of 429s per round trims the bound (the last small rounds of retries trim more), never collapses it
+    assert limiter.stats.lowest >= 20
 
 
 def test_simulated_bursts_pause_everyone_and_the_bound_recovers_within_5_s():
