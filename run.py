@@ -63,6 +63,8 @@ def build_parser() -> argparse.ArgumentParser:
     calibrate.add_argument("--labels", action="store_true", help="measure the judges of an evaluation run "
                                                                   "against your human_labels (review import)")
     calibrate.add_argument("--run", help="with --labels: run name or id (default: the last evaluation run)")
+    calibrate.add_argument("--write-threshold", action="store_true",
+                           help="write the tuned weighted-mode threshold into the --config file")
 
     review = commands.add_parser("review", help="human labels on judged items (export a sample, import labels)",
                                  description="Export a seeded stratified sample of a run's judged items for "
@@ -130,7 +132,7 @@ def cmd_compare(runs: list[str], config: str) -> int:
     return 0
 
 
-def cmd_calibrate(config: str, limit: int | None) -> int:
+def cmd_calibrate(config: str, limit: int | None, write: bool = False) -> int:
     from ragwatch.calibration import CalibrationSettings, run_calibration
     from ragwatch.config_loader import load_config
 
@@ -139,6 +141,10 @@ def cmd_calibrate(config: str, limit: int | None) -> int:
         settings = settings.model_copy(update={"limit": limit})
     report = run_calibration(settings)
     print(report.to_markdown())
+    if write:
+        from ragwatch.calibration.running import write_threshold
+
+        print(write_threshold(config, report))
     return 0
 
 
@@ -231,7 +237,7 @@ def main(argv: list[str] | None = None) -> int:
             print(calibrate_on_labels(args.run))
             return 0
         if args.command == "calibrate":
-            return cmd_calibrate(args.config, args.limit)
+            return cmd_calibrate(args.config, args.limit, args.write_threshold)
         if args.command == "review":
             return cmd_review(args)
         if args.command == "schedule":

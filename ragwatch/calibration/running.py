@@ -78,3 +78,26 @@ def run_calibration(config: CalibrationSettings, llm: Any = None) -> Calibration
     judge = build_calibration_judge(config, items, llm)
     return calibrate(judge, items, threshold=config.threshold, dataset=str(config.dataset), seed=config.seed,
                      resamples=config.resamples, tune_threshold=config.tune_threshold)
+
+
+def write_threshold(config_path: str | Path, report: CalibrationReport) -> str:
+    """Write the tuned weighted-mode threshold into the calibration config (its `threshold:` line).
+
+    Only on request (`python run.py calibrate --write-threshold`); returns what changed, for printing.
+    """
+    choice = report.threshold_choice
+    if choice is None:
+        raise ValueError("no tuned threshold to write: it needs probability-weighted scores (use_logprobs) and at "
+                         "least 4 labelled items of each class")
+    path = Path(config_path)
+    lines = path.read_text(encoding="utf-8").splitlines()
+    new_line = f"threshold: {choice.threshold}  # tuned by calibrate on {choice.tuned_on} items; " \
+               f"held-out balanced accuracy {choice.balanced_accuracy.value:.3f}"
+    old = next((i for i, line in enumerate(lines) if line.startswith("threshold:")), None)
+    previous = lines[old].split("#")[0].split(":", 1)[1].strip() if old is not None else "unset (0.5)"
+    if old is None:
+        lines.append(new_line)
+    else:
+        lines[old] = new_line
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return f"wrote threshold {choice.threshold} (was {previous}) to {path}"

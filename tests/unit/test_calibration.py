@@ -309,3 +309,23 @@ def test_threshold_is_tuned_on_one_half_and_reported_on_the_other():
     assert 0.6 < choice.threshold < 0.95 and choice.tuned_on == choice.reported_on == 40
     assert choice.balanced_accuracy.value > 0.7  # at 0.5 it would be exactly 0.5
     assert choose_threshold([0.1, 0.9, 0.5], [True, False, True]) is None  # too few labels to split
+
+
+def test_write_threshold_replaces_the_line_and_says_what_changed(tmp_path):
+    from ragwatch.calibration import CalibrationReport, choose_threshold
+    from ragwatch.calibration.running import write_threshold
+
+    labels = [i % 2 == 0 for i in range(40)]
+    scores = [0.9 - 0.01 * i if y else 0.7 - 0.01 * i for i, y in enumerate(labels)]
+    report = CalibrationReport(judge="support", model="m", dataset="d", n_items=40, n_failed=0, threshold=0.5,
+                               label_counts={}, modes={}, items=[],
+                               threshold_choice=choose_threshold(scores, labels, resamples=100))
+    config = tmp_path / "calibrate.yaml"
+    config.write_text("# comment kept\ndataset: x.jsonl\nthreshold: 0.5\nlimit: 60\n")
+    message = write_threshold(config, report)
+    assert "was 0.5" in message and str(report.threshold_choice.threshold) in message
+    text = config.read_text()
+    assert text.startswith("# comment kept\n") and "limit: 60" in text
+    assert f"threshold: {report.threshold_choice.threshold}  # tuned" in text
+    with pytest.raises(ValueError, match="no tuned threshold"):
+        write_threshold(config, report.model_copy(update={"threshold_choice": None}))
