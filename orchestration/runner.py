@@ -177,7 +177,7 @@ def collect_evaluation(outcome: RunOutcome) -> None:
 
 
 HEADLINE = ("hit_rate@5", "mrr", "ndcg@5", "e2e_failure_rate", "correctness", "faithfulness",
-            "answer_relevance", "context_relevance", "semantic_similarity")
+            "answer_relevance", "context_relevance", "similarity", "answer_confidence", "perplexity")
 
 
 def format_outcome(outcome: RunOutcome) -> str:
