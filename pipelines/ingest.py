@@ -12,4 +12,4 @@ from steps.ingest import build_index, chunk_corpus, load_corpus
 def ingest(config: IngestConfig, corpus_fingerprint: str):
     documents, _report = load_corpus(config.corpus, corpus_fingerprint)
     chunks = chunk_corpus(documents, config)
-    return build_index(chunks, config.embedding)
+    return build_index(chunks, config.embedding, config.bm25)

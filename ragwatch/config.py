@@ -24,6 +24,7 @@ from ragwatch.chunking import ChunkingSettings
 from ragwatch.compare import GateThresholds
 from ragwatch.datasets import ImportSettings
 from ragwatch.embeddings import EmbeddingSettings
+from ragwatch.index import BM25Settings
 from ragwatch.judges.config import JudgesConfig
 from ragwatch.llm.types import LLMSettings
 from ragwatch.rag import RagSettings
@@ -47,6 +48,7 @@ class IngestConfig(_Strict):
     corpus: CorpusSettings = Field(default_factory=CorpusSettings)
     chunking: ChunkingSettings = Field(default_factory=ChunkingSettings)
     embedding: EmbeddingSettings = Field(default_factory=EmbeddingSettings)
+    bm25: BM25Settings = Field(default_factory=BM25Settings)
 
 
 class EvalSetConfig(_Strict):

@@ -36,7 +36,8 @@ class EmbeddingSettings(BaseModel):
     """Which embedding model to use. `local/<name>` is a packaged model; anything else is a litellm model.
 
     API keys are never stored here: `api_key_env` names the environment variable that holds one.
-    `extra` is forwarded to `litellm.embedding` (remote models only).
+    `extra` is forwarded to `litellm.embedding` (remote models only). `reuse_vectors`: ingestion
+    takes the vectors of unchanged chunks from the previous index of the same model.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -47,6 +48,7 @@ class EmbeddingSettings(BaseModel):
     api_key_env: str | None = None
     max_input_tokens: int | None = Field(default=None, ge=1)
     extra: dict[str, Any] = Field(default_factory=dict)
+    reuse_vectors: bool = True
 
 
 class EmbeddingError(RuntimeError):
@@ -157,9 +159,12 @@ def ort_threads() -> int:
 @dataclass
 class _LoadedModel:
     session: Any  # onnxruntime.InferenceSession
-    tokenizer: Any  # tokenizers.Tokenizer, truncating and padding, for the model
+    tokenizer: Any  # tokenizers.Tokenizer truncating at the model's window, not padding
     counter: Any  # tokenizers.Tokenizer without truncation, for counting
+    model_path: Path
+    tokenizer_path: Path
     input_names: tuple[str, ...]
+    output_name: str  # the token embeddings (the first output)
     lock: threading.Lock
 
 
@@ -188,8 +193,9 @@ def load_local_model(name: str) -> _LoadedModel:
 
     tokenizer = Tokenizer.from_file(str(tokenizer_path))
     # The shipped tokenizer.json truncates at 128 and pads to a fixed 128; the model's window is 256.
+    # Padding is ours, per length-sorted batch (`_pad`), so every text is tokenized once.
     tokenizer.enable_truncation(max_length=spec.window)
-    tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
+    tokenizer.no_padding()
     counter = Tokenizer.from_file(str(tokenizer_path))
     counter.no_truncation()
     counter.no_padding()
@@ -202,15 +208,37 @@ def load_local_model(name: str) -> _LoadedModel:
     options.log_severity_level = 3
     session = ort.InferenceSession(str(model_path), sess_options=options, providers=["CPUExecutionProvider"])
     input_names = tuple(i.name for i in session.get_inputs())
-    return _LoadedModel(session, tokenizer, counter, input_names, threading.Lock())
+    output_name = session.get_outputs()[0].name
+    return _LoadedModel(
+        session, tokenizer, counter, model_path, tokenizer_path, input_names, output_name, threading.Lock()
+    )
+
+
+def _pad(rows: list[list[int]]) -> tuple[np.ndarray, np.ndarray]:
+    """Token id rows -> (ids, attention mask), zero-padded to the longest row."""
+    width = max(len(r) for r in rows)
+    ids = np.zeros((len(rows), width), dtype=np.int64)
+    mask = np.zeros((len(rows), width), dtype=np.int64)
+    for i, row in enumerate(rows):
+        ids[i, : len(row)] = row
+        mask[i, : len(row)] = 1
+    return ids, mask
+
+
+def mean_pool(hidden: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """Mean of the token embeddings under the attention mask, L2-normalized (sentence-transformers)."""
+    weights = mask[..., None].astype(np.float32)
+    pooled = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
+    return normalize_rows(pooled)
 
 
 class LocalOnnxEmbedder:
     """A packaged sentence-transformers model on onnxruntime: word pieces truncated at the model's
     window, mean pooling over the attention mask, L2 normalization (as sentence-transformers does).
 
-    Texts are sorted by length before batching so a batch carries little padding; the output keeps
-    the input order. Loading is lazy and happens once per process.
+    Every text is tokenized once; texts are sorted by length before batching so a batch carries
+    little padding (attention work grows with the longest text of a batch); the output keeps the
+    input order. Loading is lazy and happens once per process.
     """
 
     def __init__(self, settings: EmbeddingSettings | None = None) -> None:
@@ -252,28 +280,23 @@ class LocalOnnxEmbedder:
         if not texts:
             return out
         model = self.model
-        # Sorting by length keeps padding (wasted attention work) small within a batch.
-        lengths = [len(e.ids) for e in model.counter.encode_batch(texts, add_special_tokens=False)]
-        order = sorted(range(len(texts)), key=lambda i: (lengths[i], i))
+        rows = [e.ids for e in model.tokenizer.encode_batch(texts)]
+        order = sorted(range(len(texts)), key=lambda i: (len(rows[i]), i))
         size = self.settings.batch_size
         for start in range(0, len(order), size):
             batch = order[start : start + size]
-            out[batch] = self._encode([texts[i] for i in batch])
+            out[batch] = self._encode([rows[i] for i in batch])
         return out
 
-    def _encode(self, texts: list[str]) -> np.ndarray:
+    def _encode(self, rows: list[list[int]]) -> np.ndarray:
         model = self.model
-        encodings = model.tokenizer.encode_batch(texts)
-        ids = np.array([e.ids for e in encodings], dtype=np.int64)
-        mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
+        ids, mask = _pad(rows)
         feeds = {"input_ids": ids, "attention_mask": mask}
         if "token_type_ids" in model.input_names:
             feeds["token_type_ids"] = np.zeros_like(ids)
         with model.lock:
-            hidden = model.session.run(None, feeds)[0]
-        weights = mask[..., None].astype(np.float32)
-        pooled = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
-        return normalize_rows(pooled)
+            hidden = model.session.run([model.output_name], feeds)[0]
+        return mean_pool(hidden, mask)
 
 
 # --------------------------------------------------------------------------- litellm models

@@ -31,6 +31,7 @@ from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from functools import cached_property
+from itertools import pairwise
 from pathlib import Path
 from typing import Any, Literal
 
@@ -93,15 +94,28 @@ class BuildStats:
     seconds: float
 
 
+class _Terms(dict[str, str]):
+    """word -> BM25 term, filled on first sight of a word ('' for a stop word)."""
+
+    def __init__(self, stopwords: frozenset[str], stem: Any) -> None:
+        super().__init__()
+        self.stopwords = stopwords
+        self.stem = stem
+
+    def __missing__(self, word: str) -> str:
+        term = "" if word in self.stopwords else (self.stem(word) if self.stem else word)
+        self[word] = term
+        return term
+
+
 class Analyzer:
-    """Text -> BM25 terms for one `BM25Settings`; stems are cached per distinct word."""
+    """Text -> BM25 terms for one `BM25Settings`; each distinct word is looked at once."""
 
     def __init__(self, settings: BM25Settings) -> None:
         from bm25s.stopwords import STOPWORDS_EN  # Lucene's English stop-word list
 
-        self.stopwords = frozenset(STOPWORDS_EN) if settings.stopwords == "english" else frozenset()
-        self._stems: dict[str, str] | None = None
-        self._stemmer: Any = None
+        stopwords = frozenset(STOPWORDS_EN) if settings.stopwords == "english" else frozenset()
+        stem = None
         if settings.stemmer == "snowball":
             try:
                 import Stemmer  # PyStemmer: the Snowball stemmers in C
@@ -110,18 +124,11 @@ class Analyzer:
                     "BM25 with stemmer 'snowball' needs PyStemmer: run `pip install PyStemmer`, "
                     "or set bm25: {stemmer: none} in the config"
                 ) from exc
-            self._stemmer = Stemmer.Stemmer("english")
-            self._stems = {}
+            stem = Stemmer.Stemmer("english").stemWord
+        self._terms = _Terms(stopwords, stem)
 
     def __call__(self, text: str) -> list[str]:
-        words = [w for w in _WORD.findall(text.lower()) if w not in self.stopwords]
-        if self._stems is None:
-            return words
-        stems = self._stems
-        new = [w for w in dict.fromkeys(words) if w not in stems]
-        if new:
-            stems.update(zip(new, self._stemmer.stemWords(new), strict=True))
-        return [stems[w] for w in words]
+        return [t for t in map(self._terms.__getitem__, _WORD.findall(text.lower())) if t]
 
 
 def tokenize(text: str, settings: BM25Settings | None = None) -> list[str]:
@@ -141,18 +148,13 @@ def fingerprint(chunk_ids: Sequence[str], embedding_identity: str, bm25: BM25Set
 
 def top_k(scores: np.ndarray, k: int) -> np.ndarray:
     """Indices of the k highest scores, best first; ties go to the lower index."""
-    n = len(scores)
-    k = min(k, n)
+    k = min(k, len(scores))
     if k <= 0:
         return np.zeros(0, dtype=np.int64)
-    if k < n:
-        # Everything scoring at least the k-th value, so boundary ties are all considered.
-        kth = np.partition(scores, n - k)[n - k]
-        candidates = np.flatnonzero(scores >= kth)
-    else:
-        candidates = np.arange(n)
-    order = np.lexsort((candidates, -scores[candidates]))
-    return candidates[order[:k]]
+    row = np.asarray(scores)[None, :]
+    _, cols = np.nonzero(row >= _kth_largest(row, k)[:, None])  # boundary ties are all candidates
+    ranked = _best_per_row(np.zeros(len(cols), dtype=np.int64), cols, row[0, cols], k, 1)[0]
+    return np.array([c for c, _ in ranked], dtype=np.int64)
 
 
 def rrf_fuse(rankings: Sequence[Sequence[int]], k_rrf: int = RRF_K) -> list[tuple[int, float]]:
@@ -171,6 +173,26 @@ def _blocks(n_queries: int, n_chunks: int) -> Iterator[slice]:
     size = max(1, BLOCK_CELLS // max(n_chunks, 1))
     for start in range(0, n_queries, size):
         yield slice(start, min(start + size, n_queries))
+
+
+def _kth_largest(scores: np.ndarray, k: int) -> np.ndarray:
+    """The k-th largest value of each row (k <= row length)."""
+    n = scores.shape[1]
+    return np.partition(scores, n - k, axis=1)[:, n - k]
+
+
+def _best_per_row(
+    rows: np.ndarray, cols: np.ndarray, values: np.ndarray, depth: int, n_rows: int
+) -> list[list[tuple[int, float]]]:
+    """Candidates (row, col, value) -> per row the `depth` best (col, value), ties by lower col."""
+    order = np.lexsort((cols, -values, rows))
+    rows, cols, values = rows[order], cols[order], values[order]
+    starts = np.searchsorted(rows, np.arange(n_rows + 1)).tolist()
+    cols_list, values_list = cols.tolist(), values.tolist()
+    return [
+        list(zip(cols_list[lo : min(hi, lo + depth)], values_list[lo : min(hi, lo + depth)], strict=True))
+        for lo, hi in pairwise(starts)
+    ]
 
 
 class Index:
@@ -386,47 +408,45 @@ class Index:
         slack = dim * float(np.finfo(np.float32).eps) * self._max_norm
         results: list[list[tuple[int, float]]] = []
         for block in _blocks(len(queries), n):
-            approx = queries[block] @ self.vectors.T
-            if depth < n:
-                cut = np.partition(approx, n - depth, axis=1)[:, n - depth]
-            for row, query in enumerate(queries[block]):
-                if depth < n:
-                    bound = slack * float(np.linalg.norm(query))
-                    candidates = np.flatnonzero(approx[row] >= cut[row] - bound)
-                else:
-                    candidates = np.arange(n)
-                exact = (self.vectors[candidates].astype(np.float64) * query.astype(np.float64)).sum(axis=1)
-                order = np.lexsort((candidates, -exact))[:depth]
-                results.append([(int(candidates[o]), float(exact[o])) for o in order])
+            # One query: a matrix-vector product (BLAS gemv), several times faster than a 1-row gemm.
+            approx = (self.vectors @ queries[block][0])[None, :] if block.stop - block.start == 1 else (
+                queries[block] @ self.vectors.T
+            )
+            bound = slack * np.linalg.norm(queries[block], axis=1)
+            rows, cols = np.nonzero(approx >= (_kth_largest(approx, depth) - bound)[:, None])
+            exact = (self.vectors[cols].astype(np.float64) * queries[block][rows].astype(np.float64)).sum(axis=1)
+            results.extend(_best_per_row(rows, cols, exact, depth, len(approx)))
         return results
 
     # ------------------------------------------------------------------ BM25
 
     @property
-    def _bm25(self) -> tuple[Any, Any, Analyzer] | None:
+    def _bm25(self) -> tuple[dict[str, int], Any, Analyzer] | None:
         """(term -> column, term x chunk sparse weights, analyzer), or None when no chunk has a word."""
         with self._bm25_lock:
             if not hasattr(self, "_bm25_model"):
                 self._bm25_model = self._build_bm25()
             return self._bm25_model
 
-    def _build_bm25(self) -> tuple[Any, Any, Analyzer] | None:
+    def _build_bm25(self) -> tuple[dict[str, int], Any, Analyzer] | None:
         import bm25s
         import scipy.sparse as sp
 
         analyzer = Analyzer(self.bm25_settings)
-        corpus = [analyzer(c.text) for c in self._chunks]
-        if not any(corpus):
+        vocab: dict[str, int] = {}
+        # Term ids assigned here spare bm25s a second pass over every token to build its vocabulary.
+        corpus = [[vocab.setdefault(t, len(vocab)) for t in analyzer(c.text)] for c in self._chunks]
+        if not vocab:
             return None  # no indexable word at all: every BM25 score is 0
         model = bm25s.BM25(k1=self.bm25_settings.k1, b=self.bm25_settings.b, method="lucene")
-        model.index(corpus, show_progress=False)
+        model.index((corpus, vocab), show_progress=False, create_empty_token=False)
         s = model.scores
         # bm25s keeps the chunk x term weights column by column (CSC); the same arrays read row by row
         # are the term x chunk matrix, so a block of queries is one sparse product.
         weights = sp.csr_matrix(
             (s["data"], s["indices"], s["indptr"]), shape=(len(s["indptr"]) - 1, s["num_docs"])
         )
-        return model.vocab_dict, weights, analyzer
+        return vocab, weights, analyzer
 
     def bm25_scores_many(self, queries: Sequence[str]) -> np.ndarray:
         """BM25 score of every chunk for each query, shape (queries, chunks); 0 where no word occurs.
@@ -438,7 +458,7 @@ class Index:
             return np.zeros((len(queries), len(self)), dtype=np.float32)
         return self._bm25_block(list(queries), model)
 
-    def _bm25_block(self, queries: list[str], model: tuple[Any, Any, Analyzer]) -> np.ndarray:
+    def _bm25_block(self, queries: list[str], model: tuple[dict[str, int], Any, Analyzer]) -> np.ndarray:
         import scipy.sparse as sp
 
         vocab, weights, analyzer = model
@@ -466,11 +486,13 @@ class Index:
         model = self._bm25
         if model is None:
             return [[] for _ in queries]
+        depth = min(depth, len(self))
         results: list[list[tuple[int, float]]] = []
         for block in _blocks(len(queries), len(self)):
             scores = self._bm25_block(queries[block], model)
-            for row in scores:
-                results.append([(int(i), float(row[i])) for i in top_k(row, depth) if row[i] > 0])
+            keep = (scores >= _kth_largest(scores, depth)[:, None]) & (scores > 0)
+            rows, cols = np.nonzero(keep)
+            results.extend(_best_per_row(rows, cols, scores[rows, cols], depth, len(scores)))
         return results
 
     # ------------------------------------------------------------------ persistence

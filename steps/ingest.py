@@ -13,7 +13,7 @@ from ragwatch.chunking import chunk_documents, chunk_spread
 from ragwatch.config import CorpusSettings, IngestConfig
 from ragwatch.documents import LoadResult, load_documents
 from ragwatch.embeddings import EmbeddingSettings, get_embedder
-from ragwatch.index import Index
+from ragwatch.index import BM25Settings, Index
 from steps.materializers import IndexMaterializer
 from steps.secrets import export_api_keys
 
@@ -70,19 +70,58 @@ def chunk_corpus(documents: DocumentSet, config: IngestConfig) -> Annotated[Chun
 
 
 @step(output_materializers=IndexMaterializer)
-def build_index(chunks: ChunkSet, embedding: EmbeddingSettings) -> Annotated[Index, "rag_index"]:
-    """Embed every chunk; the index carries the embedding model's identity."""
+def build_index(
+    chunks: ChunkSet, embedding: EmbeddingSettings, bm25: BM25Settings | None = None
+) -> Annotated[Index, "rag_index"]:
+    """Embed every chunk; the index carries the embedding model's identity and its BM25 variant.
+
+    Unless `embedding.reuse_vectors` is off, chunks already in the latest `rag_index` artifact of
+    the same embedding model keep their vectors, so a re-run embeds only changed files' chunks.
+    """
     export_api_keys()  # a hosted embedding model may need a key
     started = time.perf_counter()
-    index = Index.build(chunks.chunks, get_embedder(embedding), progress=True)
-    log_metadata(
-        metadata={
-            "index": {
-                "chunks": len(index),
-                "embedding_model": index.embedding_identity,
-                "index_fingerprint": index.fingerprint,
-                "embed_seconds": round(time.perf_counter() - started, 3),
-            }
-        }
+    embedder = get_embedder(embedding)
+    previous = latest_index(embedder.identity) if embedding.reuse_vectors else None
+    index = Index.build(chunks.chunks, embedder, progress=True, bm25=bm25, previous=previous)
+    stats = index.build_stats
+    assert stats is not None
+    logger.info(
+        "index: %d chunks embedded, %d vectors reused from the previous index, %s",
+        stats.embedded, stats.reused, index.bm25_variant,
     )
+    metadata = {
+        "chunks": len(index),
+        "embedding_model": index.embedding_identity,
+        "bm25_variant": index.bm25_variant,
+        "index_fingerprint": index.fingerprint,
+        "embedded_chunks": stats.embedded,
+        "reused_vectors": stats.reused,
+        "embed_seconds": round(time.perf_counter() - started, 3),
+    }
+    if previous is not None:
+        metadata["previous_index_fingerprint"] = previous.fingerprint
+    log_metadata(metadata={"index": metadata})
     return index
+
+
+def latest_index(embedding_identity: str, look_back: int = 20) -> Index | None:
+    """The newest `rag_index` artifact built with `embedding_identity`, or None.
+
+    A previous index that cannot be read is skipped with a warning: reuse only saves time.
+    """
+    from zenml.client import Client
+
+    versions = Client().list_artifact_versions(
+        name="rag_index", sort_by="desc:created", size=look_back, hydrate=True
+    )
+    for version in versions.items:
+        if version.run_metadata.get("embedding_model") != embedding_identity:
+            continue
+        try:
+            loaded = version.load()
+        except Exception as exc:  # a deleted or damaged artifact must not stop ingestion
+            logger.warning("previous index %s not reused: %s", version.id, exc)
+            continue
+        if isinstance(loaded, Index) and loaded.embedding_identity == embedding_identity:
+            return loaded
+    return None

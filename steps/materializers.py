@@ -39,6 +39,7 @@ class IndexMaterializer(BaseMaterializer):
             "chunks": len(data),
             "documents": len(data.documents()),
             "embedding_model": data.embedding_identity,
+            "bm25_variant": data.bm25_variant,
             "dim": data.dim,
             "index_fingerprint": data.fingerprint,
         }
