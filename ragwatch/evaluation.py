@@ -118,6 +118,7 @@ def judge_panel(
     panel: Sequence[LLMSettings],
     primary: dict[str, MetricResult],
     embedder: Embedder | None = None,
+    generator: LLMSettings | None = None,
 ) -> pd.DataFrame:
     """The same judges with every model of `panel`, next to the primary judge model.
 
@@ -126,7 +127,8 @@ def judge_panel(
     """
     results = {config.llm.model: primary}
     for settings in panel:
-        metrics, _usage = judge_answers(samples, answers, config.model_copy(update={"llm": settings}), embedder)
+        panel_config = config.model_copy(update={"llm": settings})
+        metrics, _usage = judge_answers(samples, answers, panel_config, embedder, generator)
         results[settings.model] = metrics
     return compare_judges(results, reference=config.llm.model)
 

@@ -102,7 +102,7 @@ def judge_answers_step(
     metrics, usage = judge_answers(samples, answered, judges, embedder=embedder, generator=generator)
     agreement = pd.DataFrame(columns=["metric", "judge"])
     if judge_panel_models:
-        agreement = judge_panel(samples, answered, judges, judge_panel_models, metrics, embedder)
+        agreement = judge_panel(samples, answered, judges, judge_panel_models, metrics, embedder, generator)
     log_metadata(
         metadata={
             "judges": {name: m.score for name, m in metrics.items() if m.score is not None},
