@@ -207,7 +207,7 @@ def gather(plans: dict[str, Plan | Outcome]) -> Generator[list[Call], list[Gener
     return out
 
 
-def _batch(llm: Any, calls: list[Call]) -> list[Generation]:
+def _batch(llm: Any, calls: list[Call], desc: str | None = None) -> list[Generation]:
     """All calls of one stage: one `generate_many` per (schema, system, logprobs), run concurrently
     (they share the client's concurrency limit), results in input order."""
     groups: dict[tuple[Any, ...], list[int]] = {}
@@ -217,7 +217,7 @@ def _batch(llm: Any, calls: list[Call]) -> list[Generation]:
     def run(key: tuple[Any, ...]) -> list[Generation]:
         schema, system, logprobs = key
         prompts = [calls[k].messages for k in groups[key]]
-        return llm.generate_many(prompts, schema=schema, system=system, **logprob_overrides(logprobs))
+        return llm.generate_many(prompts, schema=schema, system=system, desc=desc, **logprob_overrides(logprobs))
 
     out: list[Generation | None] = [None] * len(calls)
     keys = list(groups)
@@ -232,13 +232,17 @@ def _batch(llm: Any, calls: list[Call]) -> list[Generation]:
     return [g for g in out if g is not None]
 
 
-def drive(plan: Generator[list[Call], list[Generation], Any], llm: Any) -> tuple[Any, list[Generation]]:
+def drive(
+    plan: Generator[list[Call], list[Generation], Any], llm: Any, desc: str | None = None
+) -> tuple[Any, list[Generation]]:
     """Run a plan (or gathered plans) to its end with `llm`: (its return value, every generation)."""
     every: list[Generation] = []
+    stage = 0
     try:
         calls = next(plan)
         while True:
-            gens = _batch(llm, calls)
+            stage += 1
+            gens = _batch(llm, calls, f"{desc} stage {stage}" if desc else None)
             every += gens
             calls = plan.send(gens)
     except StopIteration as stop:
@@ -258,7 +262,7 @@ def run_judge(judge: LLMJudge, samples: list[EvalSample], answers: list[RagAnswe
             plans[str(i)] = judge.plan(sample, answer)
         except Exception as exc:
             plans[str(i)] = _bug(exc)
-    outcomes, every = drive(gather(plans), judge.llm)
+    outcomes, every = drive(gather(plans), judge.llm, desc=f"judge {judge.name}")
 
     usage = usage_of(every, model_name(judge.llm))
     ids = [s.id for s in samples]
