@@ -28,12 +28,15 @@ MIN_TOTAL_FOR_LINES = 20  # a handful of calls needs no progress report
 
 
 def _ensure_handler() -> None:
-    # without any handler Python prints only warnings; progress is info and must reach CI logs
+    """Progress is info and must reach CI logs: under a root logger at WARNING (ZenML's default here)
+    this logger still passes info on, and with no handler anywhere it writes to stderr itself.
+    `logging.getLogger("ragwatch.progress").setLevel(logging.WARNING)` silences it."""
+    if log.level == logging.NOTSET:
+        log.setLevel(logging.INFO)
     if not log.handlers and not logging.getLogger().handlers:
         handler = logging.StreamHandler(sys.stderr)
         handler.setFormatter(logging.Formatter("%(asctime)s %(message)s", "%H:%M:%S"))
         log.addHandler(handler)
-        log.setLevel(logging.INFO)
         log.propagate = False
 
 

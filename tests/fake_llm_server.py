@@ -22,6 +22,7 @@ Example:
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import random
@@ -76,6 +77,64 @@ def first_user_text(body: dict[str, Any]) -> str:
 def echo_json(body: dict[str, Any]) -> str:
     """Default responder: a JSON object `{"answer": <first user message>}` (stable per prompt)."""
     return json.dumps({"answer": first_user_text(body)})
+
+
+def _schema_of(body: dict[str, Any]) -> dict[str, Any] | None:
+    """The JSON schema a request asks for: in `response_format`, or spelled out in a message (JSON mode)."""
+    fmt = body.get("response_format") or {}
+    schema = (fmt.get("json_schema") or {}).get("schema") or fmt.get("schema")
+    if schema:
+        return schema
+    for message in body.get("messages", []):
+        content = message.get("content")
+        if isinstance(content, str) and "JSON schema:" in content:
+            try:
+                return json.loads(content.rsplit("JSON schema:", 1)[1].strip())
+            except ValueError:
+                continue
+    return None
+
+
+def _instance(schema: dict[str, Any], root: dict[str, Any], pick: int) -> Any:
+    """A value valid under `schema` (enums, bounds, lengths, $refs), varied by `pick`."""
+    if "$ref" in schema:
+        return _instance(root.get("$defs", {})[schema["$ref"].rsplit("/", 1)[-1]], root, pick)
+    if "const" in schema:
+        return schema["const"]
+    if "enum" in schema:
+        return schema["enum"][pick % len(schema["enum"])]
+    for key in ("anyOf", "oneOf", "allOf"):
+        if key in schema:
+            options = [o for o in schema[key] if o.get("type") != "null"] or schema[key]
+            return _instance(options[0], root, pick)
+    kind = schema.get("type", "object")
+    if isinstance(kind, list):
+        kind = next((k for k in kind if k != "null"), "string")
+    if kind == "object":
+        props = schema.get("properties", {})
+        return {name: _instance(sub, root, pick + i) for i, (name, sub) in enumerate(props.items())}
+    if kind == "array":
+        return [_instance(schema.get("items", {}), root, pick + i) for i in range(max(1, schema.get("minItems", 1)))]
+    if kind in ("integer", "number"):
+        low = schema.get("minimum", schema.get("exclusiveMinimum", 0))
+        high = schema.get("maximum", schema.get("exclusiveMaximum", low + 4))
+        value = low + pick % (int(high - low) + 1)
+        return int(value) if kind == "integer" else float(value)
+    if kind == "boolean":
+        return pick % 2 == 0
+    text = f"fake statement {pick}"
+    return text[: schema.get("maxLength", len(text))]
+
+
+def schema_reply(body: dict[str, Any]) -> str:
+    """A reply valid under the requested schema (varied per prompt), or a short answer without one:
+    stands in for any judge or generator, whatever its prompts."""
+    text = last_user_text(body)
+    pick = int(hashlib.sha256(text.encode()).hexdigest()[:8], 16)
+    schema = _schema_of(body)
+    if schema is None:
+        return f"A fake answer to: {text[:80]}"
+    return json.dumps(_instance(schema, schema, pick))
 
 
 class FakeLLMServer:

@@ -28,3 +28,23 @@ def test_no_lines_for_a_few_items_or_on_a_terminal(caplog):
         with Progress(100, "bar", terminal=True) as progress:
             progress.update(100)
     assert not [r for r in caplog.records if r.name == "ragwatch.progress"]
+
+
+def test_lines_pass_a_root_logger_at_warning(monkeypatch):
+    records = []
+
+    class Collect(logging.Handler):
+        def emit(self, record):
+            records.append(record.getMessage())
+
+    root = logging.getLogger()
+    handler = Collect()
+    monkeypatch.setattr(root, "level", logging.WARNING)  # as ZenML leaves it with verbosity WARN
+    monkeypatch.setattr(logging.getLogger("ragwatch.progress"), "level", logging.NOTSET)
+    root.addHandler(handler)
+    try:
+        progress = Progress(20, "answers", terminal=False)
+        progress.update(20)
+    finally:
+        root.removeHandler(handler)
+    assert records == ["answers: 20/20 done in 0s"]
