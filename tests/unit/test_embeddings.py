@@ -22,6 +22,7 @@ from ragwatch.embeddings import (
     LocalModelSpec,
     LocalOnnxEmbedder,
     get_embedder,
+    load_local_model,
 )
 
 PARAPHRASES = ("How do I configure a ZenML stack?", "What is the way to set up a ZenML stack?")
@@ -77,6 +78,28 @@ def test_batching_equals_unbatched_and_keeps_order(local: LocalOnnxEmbedder) -> 
     np.testing.assert_allclose(large, one_at_a_time, atol=1e-5)
     reversed_rows = local.embed(TEXTS[::-1])[::-1]
     np.testing.assert_allclose(reversed_rows, one_at_a_time, atol=1e-5)
+
+
+def test_length_sorted_batches_equal_the_bare_session(local: LocalOnnxEmbedder) -> None:
+    """Our padding (per length-sorted batch, texts tokenized once) gives what the model's own
+    padding tokenizer and the session give, batch by batch in input order."""
+    from tokenizers import Tokenizer
+
+    model = load_local_model(local.spec.name)
+    bare_tokenizer = Tokenizer.from_file(str(model.tokenizer_path))
+    bare_tokenizer.enable_truncation(max_length=local.spec.window)
+    bare_tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
+    texts = [*TEXTS, " ".join(f"word{i}" for i in range(400)), "a b c d e f g"]
+    encodings = bare_tokenizer.encode_batch(texts)  # one batch: everything padded to the longest
+    ids = np.array([e.ids for e in encodings], dtype=np.int64)
+    mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
+    feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
+    hidden = model.session.run(None, feeds)[0]
+    weights = mask[..., None].astype(np.float32)
+    bare = (hidden * weights).sum(axis=1) / weights.sum(axis=1)
+    bare /= np.linalg.norm(bare, axis=1, keepdims=True)
+    ours = LocalOnnxEmbedder(EmbeddingSettings(batch_size=3)).embed(texts)
+    np.testing.assert_allclose(ours, bare, atol=2e-5)
 
 
 def test_truncation_at_the_model_window(local: LocalOnnxEmbedder) -> None:
