@@ -287,7 +287,9 @@ class Verifier:
             pending = [c for c in checks if not c.supported]
             if not pending:
                 break
-            previous = [(c.greedy or "no", c.reason) if c.greedy is not None else None for c in pending]
+            # pending statements are not (yet) supported: their earlier verdict is "no" (by the cut-off
+            # with logprobs, even where the greedy token said yes)
+            previous = [("no", c.reason) if c.greedy is not None else None for c in pending]
             if self.verify == "batched":
                 prompt = verify_batch_prompt([c.statement for c in pending], window, w, len(windows), previous)
                 (gen,) = yield [Call([*self.batch_examples, {"role": "user", "content": prompt}],
