@@ -48,6 +48,7 @@ RRF_K = 60
 HYBRID_MIN_DEPTH = 50
 # Score-matrix cells per block of queries (float32: 64 MB): 1,000 queries over 100k chunks take 6 blocks.
 BLOCK_CELLS = 1 << 24
+CANDIDATE_GROUP = 64  # columns per group when looking for each row's best cells
 _WORD = re.compile(r"[^\W_]+")  # letters and digits; `log_metadata` -> `log`, `metadata`
 
 
@@ -152,7 +153,7 @@ def top_k(scores: np.ndarray, k: int) -> np.ndarray:
     if k <= 0:
         return np.zeros(0, dtype=np.int64)
     row = np.asarray(scores)[None, :]
-    _, cols = np.nonzero(row >= _kth_largest(row, k)[:, None])  # boundary ties are all candidates
+    _, cols = _candidates(row, k, 0.0)  # boundary ties are all candidates
     ranked = _best_per_row(np.zeros(len(cols), dtype=np.int64), cols, row[0, cols], k, 1)[0]
     return np.array([c for c, _ in ranked], dtype=np.int64)
 
@@ -181,6 +182,29 @@ def _kth_largest(scores: np.ndarray, k: int) -> np.ndarray:
     return np.partition(scores, n - k, axis=1)[:, n - k]
 
 
+def _candidates(scores: np.ndarray, depth: int, slack: np.ndarray | float) -> tuple[np.ndarray, np.ndarray]:
+    """(rows, cols) of every cell within `slack` of its row's `depth`-th largest value, or above it
+    (a superset of each row's top `depth`, boundary ties included; a few more cells are harmless).
+
+    Partitioning every row of a wide block costs more than the matrix product; the maxima of groups
+    of `CANDIDATE_GROUP` columns are cheap, and the `depth`-th largest group maximum is a lower bound
+    of the row's `depth`-th largest value, so only groups reaching it are looked into.
+    """
+    n_rows, n = scores.shape
+    slack = np.broadcast_to(np.asarray(slack, dtype=np.float64), (n_rows,))
+    if n < 4 * depth * CANDIDATE_GROUP:
+        return np.nonzero(scores >= (_kth_largest(scores, depth) - slack)[:, None])
+    maxima = np.maximum.reduceat(scores, np.arange(0, n, CANDIDATE_GROUP), axis=1)
+    cut = _kth_largest(maxima, depth) - slack
+    rows, groups = np.nonzero(maxima >= cut[:, None])
+    cols = (groups[:, None] * CANDIDATE_GROUP + np.arange(CANDIDATE_GROUP)).ravel()
+    rows = np.repeat(rows, CANDIDATE_GROUP)
+    inside = cols < n  # the last group may be short
+    rows, cols = rows[inside], cols[inside]
+    keep = scores[rows, cols] >= cut[rows]
+    return rows[keep], cols[keep]
+
+
 def _best_per_row(
     rows: np.ndarray, cols: np.ndarray, values: np.ndarray, depth: int, n_rows: int
 ) -> list[list[tuple[int, float]]]:
@@ -193,6 +217,17 @@ def _best_per_row(
         list(zip(cols_list[lo : min(hi, lo + depth)], values_list[lo : min(hi, lo + depth)], strict=True))
         for lo, hi in pairwise(starts)
     ]
+
+
+@dataclass(frozen=True)
+class _BM25:
+    """BM25 postings: term t's chunks are `chunks[indptr[t]:indptr[t+1]]`, with their `weights`."""
+
+    vocab: dict[str, int]
+    indptr: np.ndarray
+    chunks: np.ndarray
+    weights: np.ndarray
+    analyzer: Analyzer
 
 
 class Index:
@@ -412,8 +447,7 @@ class Index:
             approx = (self.vectors @ queries[block][0])[None, :] if block.stop - block.start == 1 else (
                 queries[block] @ self.vectors.T
             )
-            bound = slack * np.linalg.norm(queries[block], axis=1)
-            rows, cols = np.nonzero(approx >= (_kth_largest(approx, depth) - bound)[:, None])
+            rows, cols = _candidates(approx, depth, slack * np.linalg.norm(queries[block], axis=1))
             exact = (self.vectors[cols].astype(np.float64) * queries[block][rows].astype(np.float64)).sum(axis=1)
             results.extend(_best_per_row(rows, cols, exact, depth, len(approx)))
         return results
@@ -421,16 +455,15 @@ class Index:
     # ------------------------------------------------------------------ BM25
 
     @property
-    def _bm25(self) -> tuple[dict[str, int], Any, Analyzer] | None:
-        """(term -> column, term x chunk sparse weights, analyzer), or None when no chunk has a word."""
+    def _bm25(self) -> _BM25 | None:
+        """The BM25 postings, or None when no chunk has a word."""
         with self._bm25_lock:
             if not hasattr(self, "_bm25_model"):
                 self._bm25_model = self._build_bm25()
             return self._bm25_model
 
-    def _build_bm25(self) -> tuple[dict[str, int], Any, Analyzer] | None:
+    def _build_bm25(self) -> _BM25 | None:
         import bm25s
-        import scipy.sparse as sp
 
         analyzer = Analyzer(self.bm25_settings)
         vocab: dict[str, int] = {}
@@ -441,12 +474,8 @@ class Index:
         model = bm25s.BM25(k1=self.bm25_settings.k1, b=self.bm25_settings.b, method="lucene")
         model.index((corpus, vocab), show_progress=False, create_empty_token=False)
         s = model.scores
-        # bm25s keeps the chunk x term weights column by column (CSC); the same arrays read row by row
-        # are the term x chunk matrix, so a block of queries is one sparse product.
-        weights = sp.csr_matrix(
-            (s["data"], s["indices"], s["indptr"]), shape=(len(s["indptr"]) - 1, s["num_docs"])
-        )
-        return vocab, weights, analyzer
+        # bm25s keeps the chunk x term weights term by term: a posting list of chunks and weights.
+        return _BM25(vocab, s["indptr"], s["indices"].astype(np.int64), s["data"], analyzer)
 
     def bm25_scores_many(self, queries: Sequence[str]) -> np.ndarray:
         """BM25 score of every chunk for each query, shape (queries, chunks); 0 where no word occurs.
@@ -455,23 +484,26 @@ class Index:
         """
         model = self._bm25
         if model is None or not queries:
-            return np.zeros((len(queries), len(self)), dtype=np.float32)
+            return np.zeros((len(queries), len(self)))
         return self._bm25_block(list(queries), model)
 
-    def _bm25_block(self, queries: list[str], model: tuple[dict[str, int], Any, Analyzer]) -> np.ndarray:
-        import scipy.sparse as sp
-
-        vocab, weights, analyzer = model
-        rows, cols, counts = [], [], []
+    def _bm25_block(self, queries: list[str], model: _BM25) -> np.ndarray:
+        # The posting lists of every query's terms, shifted to the query's row, summed by one bincount:
+        # work in proportion to the postings read (not queries x chunks x terms), each cell summed in
+        # float64 in term order, so a query's scores never depend on its block.
+        n = len(self)
+        cells: list[np.ndarray] = []
+        weights: list[np.ndarray] = []
         for qi, query in enumerate(queries):
-            for term, count in sorted(Counter(vocab[t] for t in analyzer(query) if t in vocab).items()):
-                rows.append(qi)
-                cols.append(term)
-                counts.append(count)
-        q = sp.csr_matrix(
-            (np.asarray(counts, dtype=np.float32), (rows, cols)), shape=(len(queries), weights.shape[0])
-        )
-        return np.asarray((q @ weights).toarray(), dtype=np.float32)
+            terms = Counter(model.vocab[t] for t in model.analyzer(query) if t in model.vocab)
+            for term, count in sorted(terms.items()):
+                lo, hi = model.indptr[term], model.indptr[term + 1]
+                cells.append(model.chunks[lo:hi] + qi * n)
+                weights.append(model.weights[lo:hi] * count if count > 1 else model.weights[lo:hi])
+        if not cells:
+            return np.zeros((len(queries), n))
+        flat = np.bincount(np.concatenate(cells), weights=np.concatenate(weights), minlength=len(queries) * n)
+        return flat.reshape(len(queries), n)
 
     def bm25_scores(self, query: str) -> np.ndarray:
         """BM25 score of every chunk for `query` (0 where no query word occurs)."""
@@ -490,8 +522,9 @@ class Index:
         results: list[list[tuple[int, float]]] = []
         for block in _blocks(len(queries), len(self)):
             scores = self._bm25_block(queries[block], model)
-            keep = (scores >= _kth_largest(scores, depth)[:, None]) & (scores > 0)
-            rows, cols = np.nonzero(keep)
+            rows, cols = _candidates(scores, depth, 0.0)
+            matched = scores[rows, cols] > 0
+            rows, cols = rows[matched], cols[matched]
             results.extend(_best_per_row(rows, cols, scores[rows, cols], depth, len(scores)))
         return results
 

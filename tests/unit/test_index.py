@@ -87,10 +87,13 @@ def test_search_many_equals_search_and_embeds_in_one_call(random_index: tuple[In
     assert index.search_many([], k=3, embedder=embedder) == []
 
 
-def test_ties_break_by_chunk_order() -> None:
+def test_ties_break_by_chunk_order(monkeypatch: pytest.MonkeyPatch) -> None:
     scores = np.array([0.5, 0.9, 0.5, 0.9, 0.5, 0.1], dtype=np.float32)
     assert top_k(scores, 3).tolist() == [1, 3, 0]  # the boundary tie 0/2/4 goes to chunk 0
     assert top_k(scores, 10).tolist() == [1, 3, 0, 2, 4, 5]
+    monkeypatch.setattr(index_module, "CANDIDATE_GROUP", 1)  # the grouped search, same answer
+    assert top_k(np.tile(scores, 4), 3).tolist() == [1, 3, 7]
+    assert top_k(np.tile(scores, 4), 5).tolist() == [1, 3, 7, 9, 13]
     same = np.ones((4, 3), dtype=np.float32) / math.sqrt(3)
     embedder = TableEmbedder({"q": np.ones(3)}, dim=3)
     index = Index(make_chunks(["a", "b", "c", "d"]), same, embedder.identity)
@@ -316,11 +319,13 @@ def exact_ranking(scores: list[float], depth: int) -> list[int]:
     return sorted(range(len(scores)), key=lambda i: (-scores[i], i))[:depth]
 
 
-@pytest.mark.parametrize("block_cells", [1, 5_000, 1 << 24])  # one query per block .. all in one
+# one query per block .. all in one; groups of 2 columns take the grouped candidate search, 64 the plain one
+@pytest.mark.parametrize(("block_cells", "group"), [(1, 2), (5_000, 64), (5_000, 3), (1 << 24, 2)])
 def test_blocked_vector_search_is_exact_search_ties_included(
-    monkeypatch: pytest.MonkeyPatch, block_cells: int
+    monkeypatch: pytest.MonkeyPatch, block_cells: int, group: int
 ) -> None:
     monkeypatch.setattr(index_module, "BLOCK_CELLS", block_cells)
+    monkeypatch.setattr(index_module, "CANDIDATE_GROUP", group)
     rng = np.random.default_rng(7)
     # Coarse values (multiples of 1/4) repeated across rows: many exact ties, exactly representable dots.
     distinct = rng.integers(-2, 3, size=(30, 24)) / 4
@@ -339,10 +344,12 @@ def test_blocked_vector_search_is_exact_search_ties_included(
     assert got[10] == got[3]
 
 
+@pytest.mark.parametrize("group", [4, 64])
 def test_blocked_vector_search_matches_float64_brute_force_on_random_vectors(
-    monkeypatch: pytest.MonkeyPatch,
+    monkeypatch: pytest.MonkeyPatch, group: int
 ) -> None:
     monkeypatch.setattr(index_module, "BLOCK_CELLS", 3_000)
+    monkeypatch.setattr(index_module, "CANDIDATE_GROUP", group)
     rng = np.random.default_rng(3)
     vectors = rng.standard_normal((1_500, 64)).astype(np.float32)  # not unit: the bound scales with norms
     queries = rng.standard_normal((40, 64)).astype(np.float32)
@@ -352,9 +359,12 @@ def test_blocked_vector_search_matches_float64_brute_force_on_random_vectors(
         assert [i for i, _ in ranked] == exact_ranking(reference, 10)
 
 
-@pytest.mark.parametrize("block_cells", [1, 1 << 24])
-def test_blocked_bm25_is_per_query_bm25s_ties_included(monkeypatch: pytest.MonkeyPatch, block_cells: int) -> None:
+@pytest.mark.parametrize(("block_cells", "group"), [(1, 2), (1 << 24, 64), (1 << 24, 3)])
+def test_blocked_bm25_is_per_query_bm25s_ties_included(
+    monkeypatch: pytest.MonkeyPatch, block_cells: int, group: int
+) -> None:
     monkeypatch.setattr(index_module, "BLOCK_CELLS", block_cells)
+    monkeypatch.setattr(index_module, "CANDIDATE_GROUP", group)
     rng = np.random.default_rng(11)
     words = [f"w{i}" for i in range(12)]
     # few words, short texts, many repeats: plenty of documents with equal scores
