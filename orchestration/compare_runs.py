@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from html import escape
 from pathlib import Path
 
 from zenml import save_artifact
@@ -10,6 +9,8 @@ from zenml.client import Client
 from zenml.types import HTMLString
 
 from ragwatch.compare import Comparison, GateThresholds, compare_runs
+from ragwatch.report import build_comparison_page
+from ragwatch.summary import verdict_line
 from steps.tracking import previous_evaluation, production_baseline, run_label, run_metrics
 
 
@@ -29,7 +30,7 @@ def compare_command(runs: list[str], model_name: str, thresholds: GateThresholds
     comparisons: dict[str, Comparison] = {}
     if len(runs) >= 2:
         (new_run, new), (old_run, old) = _metrics_of(runs[0]), _metrics_of(runs[1])
-        comparisons[f"{run_label(new_run)} vs {run_label(old_run)}"] = compare_runs(
+        comparisons[run_label(old_run)] = compare_runs(
             new.metrics, old.metrics, thresholds=thresholds, new_label=new_run.name, old_label=old_run.name
         )
     else:
@@ -43,21 +44,22 @@ def compare_command(runs: list[str], model_name: str, thresholds: GateThresholds
         previous = previous_evaluation(before=new_run.created)
         if previous is not None:
             old_run, old = previous
-            comparisons[f"{run_label(new_run)} vs previous {run_label(old_run)}"] = compare_runs(
+            comparisons[f"previous run {run_label(old_run)}"] = compare_runs(
                 new.metrics, old.metrics, thresholds=thresholds, new_label=new_run.name, old_label=old_run.name
             )
         production = production_baseline(model_name, new_run.id)
         if production is not None:
             label, prod_run, prod_metrics = production
-            comparisons[f"{run_label(new_run)} vs {label} ({run_label(prod_run)})"] = compare_runs(
+            comparisons[f"{label} ({run_label(prod_run)})"] = compare_runs(
                 new.metrics, prod_metrics.metrics, thresholds=thresholds, new_label=new_run.name,
                 old_label=label,
             )
     if not comparisons:
         raise ValueError("nothing to compare with: there is one evaluation run and no production version")
-    text = "\n\n".join(f"== {title}\n{c.to_text()}" for title, c in comparisons.items())
-    html = "".join(f"<h2>{escape(title)}</h2>{c.to_html()}" for title, c in comparisons.items())
-    page = f"<html><head><meta charset='utf-8'><title>ragwatch comparison</title></head><body>{html}</body></html>"
+    _, verdict = verdict_line(comparisons, None)
+    title = f"ragwatch comparison: {run_label(new_run)}"
+    text = "\n\n".join([title, verdict] + [f"== vs {label}\n{c.to_text()}" for label, c in comparisons.items()])
+    page = build_comparison_page(comparisons, title=title)
     save_artifact(HTMLString(page), name="run_comparison")
     path = Path("reports") / "comparison.html"
     path.parent.mkdir(exist_ok=True)

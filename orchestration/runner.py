@@ -43,6 +43,7 @@ class RunOutcome:
     metrics: MetricGroup | None = None
     report_path: Path | None = None
     notes: list[str] = field(default_factory=list)
+    summary: str | None = None  # better or worse than the last run and production (steps.tracking)
     reports_dir: Path = REPORTS_DIR
 
     @property
@@ -161,10 +162,13 @@ def collect_evaluation(outcome: RunOutcome) -> None:
     """Load the gate, the metrics and the report of a finished evaluation run."""
     from zenml.client import Client
 
+    from steps.tracking import evaluation_summary
+
     run = Client().get_pipeline_run(outcome.run.id)
     track = run.steps["track_evaluation"]
     outcome.gate = track.outputs["gate"][0].load()
     outcome.metrics = track.outputs["all_metrics"][0].load()
+    outcome.summary = evaluation_summary(run)
     # e.g. most labels match nothing in the index: said once, not once per retrieval mode and measure
     warnings = dict.fromkeys(w for m in outcome.metrics.metrics.values() for w in m.details.get("warnings", []))
     outcome.notes += [f"warning: {w}" for w in warnings]
@@ -183,6 +187,8 @@ HEADLINE = ("hit_rate@5", "mrr", "ndcg@5", "e2e_failure_rate", "correctness", "f
 def format_outcome(outcome: RunOutcome) -> str:
     """The closing summary printed by run.py."""
     lines = [f"pipeline {outcome.pipeline}: run {outcome.run.name} finished in {outcome.seconds:.0f} s"]
+    if outcome.summary:
+        lines += ["", outcome.summary, ""]
     lines += outcome.notes
     if outcome.metrics is not None:
         lines.append("")

@@ -29,6 +29,7 @@ from ragwatch.judges.config import JudgesConfig
 from ragwatch.llm.types import LLMSettings
 from ragwatch.rag import RagSettings
 from ragwatch.retrieval import MatchSettings
+from ragwatch.summary import ReportSettings
 from ragwatch.testset import TestsetSettings
 
 RetrievalMode = Literal["vector", "bm25", "hybrid"]
@@ -92,6 +93,7 @@ class EvaluateConfig(_Strict):
     # More judge models run on the same items, compared with `judges.llm` in one agreement table.
     judge_panel: list[LLMSettings] = Field(default_factory=list)
     gate: GateThresholds = Field(default_factory=GateThresholds)
+    report: ReportSettings = Field(default_factory=ReportSettings)  # headline metrics, per-item caps
     promote: bool = True
 
 

@@ -192,7 +192,8 @@ def build_comparison_page(comparisons: Mapping[str, Comparison], *, title: str =
     """`comparison.html`: styled like the run report, the one-line overall verdict first, then one
     table per comparison (metrics that need attention first)."""
     cls, line = verdict_line(comparisons, gate)
-    tables = "".join(f"<h2>{_e(label)}</h2>" + _strip_heading(cmp.to_html()) for label, cmp in comparisons.items())
+    tables = "".join(f"<h2>vs {_e(label)}</h2>" + _strip_heading(cmp.to_html())
+                     for label, cmp in comparisons.items())
     legend = " ".join(f'<span class="verdict" style="background:{c}">{_e(v)}</span>'
                       for v, c in VERDICT_COLOURS.items())
     return (

@@ -10,6 +10,7 @@ from typing import Annotated, Any
 
 import pandas as pd
 from zenml import get_step_context, log_metadata, step
+from zenml.client import Client
 from zenml.types import HTMLString, MarkdownString
 
 from ragwatch.artifacts import AnswerSet, EvalSet, MetricGroup, RunComparisons
@@ -127,6 +128,13 @@ def track_evaluation(
     return merged, comparisons, decision
 
 
+def step_timings(run_id: Any) -> dict[str, float]:
+    """Seconds per finished step of a run, in run order (cached steps take about no time)."""
+    steps = Client().get_pipeline_run(run_id).steps.values()
+    done = [s for s in steps if s.start_time is not None and s.end_time is not None]
+    return {s.name: (s.end_time - s.start_time).total_seconds() for s in sorted(done, key=lambda s: s.start_time)}
+
+
 @step(enable_cache=False)
 def build_report_step(
     metrics: MetricGroup,
@@ -148,11 +156,20 @@ def build_report_step(
         "retrieval": f"{config.system.rag.retrieval_mode}, top {config.system.rag.top_k}",
         "evaluation set": f"{len(eval_set.samples)} samples, {eval_set.fingerprint[:16]}",
     }
+    timings = step_timings(run.id)
+    run_info["step timings (s)"] = {name: round(seconds, 1) for name, seconds in timings.items()}
     title = f"ragwatch evaluation: {run.name}"
-    named = comparisons.as_dict()
+    # short labels: they head the headline table's columns; the run and version are in run_info
+    named = {label: cmp for label, cmp in (("previous run", comparisons.previous),
+                                           ("production", comparisons.production)) if cmp is not None}
+    if comparisons.previous_run:
+        run_info["previous run"] = comparisons.previous_run
+    if comparisons.production_version:
+        run_info["production"] = f"{comparisons.production_version}, evaluated in {comparisons.production_run}"
     html = build_html_report(
         title, metrics.metrics, results, comparisons=named, agreement=agreement if len(agreement) else None,
-        run_info=run_info, gate=gate, thresholds=config.gate,
+        run_info=run_info, gate=gate, thresholds=config.gate, settings=config.report,
     )
-    summary = build_markdown_summary(title, metrics.metrics, comparisons=named, gate=gate, run_info=run_info)
+    summary = build_markdown_summary(title, metrics.metrics, comparisons=named, gate=gate, run_info=run_info,
+                                     settings=config.report, timings=timings)
     return HTMLString(html), MarkdownString(summary)

@@ -14,6 +14,7 @@ from zenml.client import Client
 from zenml.enums import ExecutionStatus, ModelStages
 
 from ragwatch.artifacts import MetricGroup
+from ragwatch.summary import ReportSettings, summary_text
 
 TRACK_STEP = "track_evaluation"
 METRICS_OUTPUT = "all_metrics"
@@ -120,3 +121,19 @@ def production_baseline(model_name: str, new_run_id: UUID) -> tuple[str, Any, Me
 
 def run_label(run: Any) -> str:
     return f"{run.name} ({run.created:%Y-%m-%d %H:%M})"
+
+
+def evaluation_summary(run: Any) -> str:
+    """The run's one-minute summary as text (what `run.py` prints first): the verdict line vs the
+    previous run and production, the headline metrics with deltas, the gate's reasons, warnings."""
+    track = run.steps[TRACK_STEP]
+    metrics = track.outputs[METRICS_OUTPUT][0].load()
+    comparisons = track.outputs["comparisons"][0].load()
+    gate = track.outputs["gate"][0].load()
+    named = {label: cmp for label, cmp in (("previous run", comparisons.previous),
+                                           ("production", comparisons.production)) if cmp is not None}
+    # the headline the run was configured with (a parameter of its report step)
+    config = run.steps["build_report_step"].config.parameters.get("config") if "build_report_step" in run.steps \
+        else None
+    report = ReportSettings.model_validate(config.get("report", {})) if isinstance(config, dict) else ReportSettings()
+    return summary_text(metrics.metrics, named, gate, report.headline)

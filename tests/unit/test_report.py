@@ -346,7 +346,7 @@ def test_comparison_page_is_styled_like_the_report_with_the_verdict_first():
 
     new, _ = run()
     old, _ = run(seed=1, shift=0.3)
-    page = build_comparison_page({"run 2 vs production": compare_runs(new, old, old_label="production")})
+    page = build_comparison_page({"production": compare_runs(new, old, old_label="production")})
     body = page.split("<body>", 1)[1]
     assert body.index('id="verdict"') < body.index("<table")
-    assert "Worse than run 2 vs production" in body and ".verdict-line" in page
+    assert "Worse than production: " in body and "<h2>vs production</h2>" in body and ".verdict-line" in page
