@@ -696,7 +696,8 @@ thead th{background:#f3f5f7}td.num{text-align:right;font-variant-numeric:tabular
 .verdict-line.ok{background:#e8f5e9;border-left:6px solid #2e7d32}
 .verdict-line.hold{background:#fff8e1;border-left:6px solid #f9a825}
 .verdict-line.none{background:#eceff1;border-left:6px solid #78909c}
-table.headline{font-size:.92rem}
+table.headline{font-size:.92rem}table.headline td.num{white-space:nowrap}
+table.headline .hint{display:block}
 .warnbox{background:#fff3e0;border-left:5px solid #ef6c00;padding:.4rem 1rem;margin:.6rem 0;font-size:.85rem}
 .warnbox ul{margin:.2rem 0}
 img.plot{max-width:100%;height:auto;display:block;margin:.5rem 0}
