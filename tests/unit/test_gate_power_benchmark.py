@@ -1,0 +1,29 @@
+"""benchmarks/gate_power.py with the extractive stand-in generator: every planted regression is
+blocked with reasons naming gated metrics, and no no-op is (the real-model run is the benchmark's)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+
+import gate_power
+
+pytestmark = pytest.mark.slow  # builds the sample corpus's index once (cached in .ragwatch/gate_power)
+
+
+def test_every_regression_blocked_and_no_noop() -> None:
+    outcomes, _, n = gate_power.run("extractive", None)
+    assert n >= 30
+    assert len(outcomes) == 8
+    for o in outcomes:
+        if o.change.regression:
+            assert o.decision.status == "regressed", (o.change.name, o.decision.reasons)
+            assert all(any(m in r for m in gate_power.GATE.gated_metrics) for r in o.decision.reasons)
+        else:
+            assert o.decision.promote, (o.change.name, o.decision.reasons)
+    table = gate_power.table(outcomes, gate_power.GATE)
+    assert "top_k 3 -> 1 | block | **blocked** (regressed)" in table and "WRONG" not in table
