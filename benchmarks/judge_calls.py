@@ -24,6 +24,7 @@ import json
 import os
 import random
 import re
+import statistics
 import sys
 import tempfile
 import time
@@ -118,6 +119,7 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=32)
     parser.add_argument("--statements", type=int, nargs=2, default=(1, 4), metavar=("LO", "HI"),
                         help="statements per answer, drawn uniformly from LO..HI")
+    parser.add_argument("--repeats", type=int, default=3, help="runs per mode, alternating; medians reported")
     parser.add_argument("--overhead", type=float, default=0.15, help="seconds per call")
     parser.add_argument("--prefill", type=float, default=0.0005, help="seconds per prompt word")
     parser.add_argument("--decode", type=float, default=0.01, help="seconds per reply word")
@@ -128,10 +130,14 @@ def main() -> None:
     print(f"faithfulness judge, {args.items} items ({n_statements / args.items:.2f} statements per item), "
           f"concurrency {args.concurrency}; fake server cost per call: {args.overhead}s + {args.prefill}s/prompt "
           f"word + {args.decode}s/reply word")
-    results = {mode: run(mode, samples, answers, cost, args.concurrency) for mode in ("per_statement", "batched")}
+    runs: dict[str, list[dict[str, Any]]] = {"per_statement": [], "batched": []}
+    for _ in range(args.repeats):  # alternate the modes, so load on the machine hits both alike
+        for mode, done in runs.items():
+            done.append(run(mode, samples, answers, cost, args.concurrency))
+    results = {mode: {**done[0], "wall": statistics.median(r["wall"] for r in done)} for mode, done in runs.items()}
     for mode, r in results.items():
         print(f"  {mode:<13}: {r['calls'] / args.items:.2f} calls/item, {r['wall'] / args.items * 1000:.1f} ms/item "
-              f"wall, failed items {r['failed']}, score {r['score']:.3f}")
+              f"wall (median of {args.repeats}), failed items {r['failed']}, score {r['score']:.3f}")
     ratio = results["batched"]["wall"] / results["per_statement"]["wall"]
     same = results["batched"]["verdicts"] == results["per_statement"]["verdicts"]
     print(f"  batched / per_statement wall per item: {ratio:.2f} (target <= 0.8); "
