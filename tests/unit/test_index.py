@@ -363,7 +363,7 @@ def test_blocked_vector_search_matches_float64_brute_force_on_random_vectors(
 def test_blocked_bm25_is_per_query_bm25s_ties_included(
     monkeypatch: pytest.MonkeyPatch, block_cells: int, group: int
 ) -> None:
-    monkeypatch.setattr(index_module, "BLOCK_CELLS", block_cells)
+    monkeypatch.setattr(index_module, "BM25_BLOCK_CELLS", block_cells)
     monkeypatch.setattr(index_module, "CANDIDATE_GROUP", group)
     rng = np.random.default_rng(11)
     words = [f"w{i}" for i in range(12)]
