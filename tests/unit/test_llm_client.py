@@ -170,3 +170,15 @@ def test_sync_and_async_apis_work_inside_a_running_event_loop():
 
     sync, many = asyncio.run(main())
     assert sync.text == "from sync" and [g.parsed.verdict for g in many] == ["no", "no"]
+
+
+def test_rpm_quota_paces_sends():
+    import time
+
+    c = client(cache=False, rpm=600, concurrency=50)  # 10 per second, a second's worth at once
+    started = time.perf_counter()
+    gens = c.generate_many([f"q{i}" for i in range(14)], mock_response="ok")
+    assert all(g.ok for g in gens)
+    assert time.perf_counter() - started >= 0.35  # the 4 past the first 10 waited for the bucket
+    with pytest.raises(ValueError, match="greater than 0"):
+        LLMSettings(rpm=0)
