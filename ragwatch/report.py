@@ -38,6 +38,7 @@ from ragwatch.summary import (
     gate_label,
     headline_rows,
     judge_warnings,
+    labelled_text,
     summary_markdown,
     verdict_line,
 )
@@ -246,6 +247,8 @@ def _headline_table(rows: list[HeadlineRow], labels: list[str]) -> str:
             cells = '<td colspan="3" class="hint">not measured in this run</td>'
         else:
             weighted = f' <span class="hint">(weighted {_num(r.weighted)})</span>' if r.weighted is not None else ""
+            if (labelled := labelled_text(m)) is not None:
+                weighted += f' <span class="hint">{_e(labelled)}</span>'
             failed = f' <span class="warn">{m.n_failed} failed</span>' if m.n_failed else ""
             cells = (f'<td class="num">{_num(m.score)}{weighted}</td><td class="num">{_ci(m)}</td>'
                      f'<td class="num">{m.n_scored}{failed}</td>')

@@ -199,7 +199,17 @@ def _value(row: HeadlineRow) -> str:
     text = _num(row.result.score)
     if row.weighted is not None:
         text += f" (weighted {_num(row.weighted)})"
+    if (labelled := labelled_text(row.result)) is not None:
+        text += f" ({labelled})"
     return text
+
+
+def labelled_text(m: MetricResult) -> str | None:
+    """The prediction-powered estimate from human labels, shown next to the judge's own score."""
+    e = m.labelled
+    if e is None:
+        return None
+    return f"with human labels {_num(e.score)} [{_num(e.ci_low)}, {_num(e.ci_high)}], {e.n_labels} labels"
 
 
 def _ci(m: MetricResult | None) -> str:

@@ -13,6 +13,7 @@ import pytest
 from ragwatch.compare import GateDecision, GateThresholds, compare_runs, gate_decision
 from ragwatch.report import build_html_report, build_markdown_summary, metric_family, parse_at_k
 from ragwatch.results import ItemScore, MetricInfo, MetricResult
+from ragwatch.summary import ReportSettings
 
 LOWER = MetricInfo(direction="lower", scale=None)
 
@@ -294,7 +295,9 @@ def test_constant_judge_and_poor_agreement_get_a_warning_box():
         "correctness", [ItemScore(item_id=f"q{i}", score=float(i % 2)) for i in range(12)], info=judge_info())
     metrics["correctness"].labelled = LabelledEstimate(method="ppi++", score=0.9, ci_low=0.85, ci_high=0.95,
                                                        n_labels=50, n_items=12)
-    page = build_html_report("t", metrics, None)
+    page = build_html_report("t", metrics, None, settings=ReportSettings(headline=["correctness"]))
+    headline = re.search(r'<table id="headline".*?</table>', page).group(0)
+    assert "with human labels 0.900 [0.850, 0.950], 50 labels" in headline and "0.500" in headline
     box = re.search(r'<div class="warnbox">.*?</div>', page).group(0)
     assert "faithfulness: every one of 12 items got 0" in box and "does not gate" in box
     assert "correctness: the judge says 0.500, human labels say 0.900" in box and "poor agreement" in box
@@ -350,3 +353,25 @@ def test_comparison_page_is_styled_like_the_report_with_the_verdict_first():
     body = page.split("<body>", 1)[1]
     assert body.index('id="verdict"') < body.index("<table")
     assert "Worse than production: " in body and "<h2>vs production</h2>" in body and ".verdict-line" in page
+
+
+def test_summary_text_is_what_run_py_prints_first():
+    from ragwatch.summary import summary_text
+
+    new, _ = run()
+    old, _ = run(seed=1, shift=0.3)
+    th = GateThresholds(default_allowed_drop=0.01, gated_metrics=["faithfulness"], inconclusive="promote")
+    cmp = compare_runs(new, old, thresholds=th, old_label="production")
+    text = summary_text(new, {"production": cmp}, gate_decision(cmp, th), ["faithfulness", "e2e_failure_rate"])
+    lines = text.splitlines()
+    assert lines[0].startswith("Worse than production: faithfulness regressed")
+    assert lines[0].endswith("Gate: NOT PROMOTED (regression).")
+    assert lines[2].split() == ["metric", "value", "95%", "CI", "n", "vs", "production"]
+    faith = next(line for line in lines if line.startswith("faithfulness"))
+    row = cmp.row("faithfulness")
+    assert f"{row.diff:+.3f} [{row.diff_low:+.3f}, {row.diff_high:+.3f}] regressed" in faith
+    assert any(line.startswith("  - faithfulness regressed: dropped by") for line in lines)
+    held = GateThresholds(gated_metrics=["answer_relevance"], inconclusive="hold")
+    cmp_held = compare_runs(new, new | {"answer_relevance": old["answer_relevance"]}, thresholds=held)
+    assert "NOT PROMOTED (held: too little evidence)" in summary_text(new, {"production": cmp_held},
+                                                                     gate_decision(cmp_held, held))
