@@ -50,15 +50,38 @@ def sync_repository_store(root: Path = PROJECT_ROOT) -> None:
 
     repo_config = root / ".zen" / "config.yaml"
     store_config = Path(os.environ.get("ZENML_CONFIG_PATH", PROJECT_ROOT / ".zenml_home")) / "config.yaml"
+    keys = ("active_project_id", "active_stack_id")
     try:
-        store = yaml.safe_load(store_config.read_text(encoding="utf-8")) or {}
+        # a store not created yet has no ids: then the repository should name none either
+        store = yaml.safe_load(store_config.read_text(encoding="utf-8")) or {} if store_config.is_file() else {}
         repo = yaml.safe_load(repo_config.read_text(encoding="utf-8")) or {} if repo_config.is_file() else {}
     except (OSError, yaml.YAMLError):
         return  # ZenML reports a broken store itself
-    wanted = {key: store[key] for key in ("active_project_id", "active_stack_id") if store.get(key)}
-    if not wanted or all(repo.get(key) == value for key, value in wanted.items()):
+    wanted = {key: store.get(key) for key in keys}
+    if all(repo.get(key) == value for key, value in wanted.items()):
         return
-    repo.update(wanted)
+    repo.update({key: value for key, value in wanted.items() if value})
+    for key in keys:
+        if not wanted[key]:
+            repo.pop(key, None)
     tmp = repo_config.with_suffix(f".{os.getpid()}.tmp")
     tmp.write_text(yaml.safe_dump(repo), encoding="utf-8")
     tmp.replace(repo_config)  # atomic: a concurrent ZenML process never reads half a file
+
+
+def skip_dashboard_survey() -> None:
+    """Mark the active user's first-run survey as answered, so the local dashboard opens on the runs
+    instead of an account form (no e-mail is sent anywhere: the store is local and analytics are off).
+
+    The dashboard (0.98) shows the form while the user's `email_opted_in` is unset and its metadata
+    lacks `finished_onboarding_survey`.
+    """
+    from zenml.client import Client
+
+    client = Client()
+    user = client.active_user
+    metadata = dict(user.user_metadata or {})
+    if user.email_opted_in is not None and metadata.get("finished_onboarding_survey"):
+        return
+    metadata["finished_onboarding_survey"] = True
+    client.update_user(user.id, updated_email_opt_in=user.email_opted_in or False, updated_metadata=metadata)

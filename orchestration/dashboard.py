@@ -17,6 +17,9 @@ def zenml_cli() -> list[str]:
 
 def run_dashboard(port: int = 8237, duration_s: float | None = None) -> int:
     """Serve the dashboard until Ctrl-C (or `duration_s`), then stop the server and log out."""
+    from zenml_env import skip_dashboard_survey
+
+    skip_dashboard_survey()  # open on the runs, not on the first-run account form of a fresh store
     url = f"http://127.0.0.1:{port}"
     command = [*zenml_cli(), "login", "--local", "--blocking", "--ip-address", "127.0.0.1", "--port", str(port)]
     print(f"starting the ZenML dashboard at {url} (store: {os.environ.get('ZENML_CONFIG_PATH')}); "

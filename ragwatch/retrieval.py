@@ -92,7 +92,7 @@ class MatchSettings(BaseModel):
 # ---------------------------------------------------------------- normalization and matching
 
 _TOKEN = re.compile(r"\w+")
-_EXTENSIONS = (".md", ".mdx", ".markdown", ".html", ".htm", ".txt", ".pdf", ".rst", ".ipynb")
+_EXTENSIONS = (".md", ".mdx", ".markdown", ".html", ".htm", ".xhtml", ".txt", ".pdf", ".docx", ".rst", ".ipynb")
 
 
 @lru_cache(maxsize=65536)
