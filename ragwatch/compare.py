@@ -21,8 +21,8 @@ lower-is-better metrics such as perplexity or failure rates) and `drop` the allo
 - "unchanged": the whole interval lies within [-drop, +drop] (with drop 0: only an exact tie);
 - "inconclusive": anything else (the data neither show a change nor rule one out), and fewer than
   2 items to compare;
-- "constant": an LLM judge that gave every item the same score in both runs: it measures nothing,
-  is flagged and never gates (a judge that became constant in the new run is compared as usual);
+- "constant": an LLM judge that gave every item of the new run the same score: it measures nothing
+  there, is flagged and never gates (its difference is still shown);
 - "not_comparable": one run has no scored item of the metric;
 - "added" / "removed": the metric exists only in the new / only in the old run.
 
@@ -393,11 +393,9 @@ def _holds(row: MetricComparison, thresholds: GateThresholds) -> bool:
 
 
 def _constant_flag(row: MetricComparison) -> str:
-    value = _num(row.constant_value)
-    if row.verdict == "constant":
-        return (f"{row.metric}: the judge gave every item {value} in both runs; it measures nothing here "
-                "and does not gate (check its prompt and threshold, or use a stronger judge model)")
-    return f"{row.metric}: the judge gave every item {value} in the new run (it varied before)"
+    return (f"{row.metric}: the judge gave every item {_num(row.constant_value)} in this run; it measures "
+            "nothing here and does not gate (check its prompt and threshold, or use a stronger judge model)"
+            + (f"; {row.note}" if row.note else ""))
 
 
 def is_higher_better(name: str, result: MetricResult | None = None, thresholds: GateThresholds | None = None,
@@ -493,10 +491,11 @@ def _compare_metric(name: str, new: MetricResult, old: MetricResult, thresholds:
         enough = min(len(new_values), len(old_values)) >= 2
     row.diff, row.diff_low, row.diff_high = diff, low, high
     _labelled_interval(row, new, old)
-    if row.constant_value is not None and constant_value(old) is not None:
+    if row.constant_value is not None:
         row.verdict = "constant"
         row.gated = False
-        _add_note(row, f"constant judge ({_num(row.constant_value)} on every item in both runs): not gated")
+        before = "as before" if constant_value(old) is not None else "it varied in the old run"
+        _add_note(row, f"constant judge ({_num(row.constant_value)} on every item; {before}): not gated")
         return row
     if not enough:
         row.verdict = "inconclusive"
@@ -507,8 +506,6 @@ def _compare_metric(name: str, new: MetricResult, old: MetricResult, thresholds:
     gain_high = high if row.higher_is_better else -low
     if row.verdict == "unchanged" and gain_high < 0:
         _add_note(row, "a drop, but within the allowed drop")
-    if row.constant_value is not None:
-        _add_note(row, f"the judge gave every item {_num(row.constant_value)} in the new run")
     return row
 
 

@@ -283,20 +283,22 @@ def test_a_constant_judge_is_flagged_and_never_gates():
     assert row.verdict == "constant" and not row.gated and row.constant_value == 1.0
     decision = gate_decision(cmp, th)
     assert decision.promote and any("every item 1.000" in f and "does not gate" in f for f in decision.flags)
+    assert "as before" in row.note
     # a non-judge metric that is perfect everywhere is a measurement, not a constant judge
     perfect = {"system/hit_rate": result("system/hit_rate", [1.0] * 40)}
     assert compare_runs(perfect, perfect).row("system/hit_rate").verdict == "unchanged"
 
 
-def test_a_judge_that_becomes_constant_still_gates():
+def test_a_judge_that_becomes_constant_is_flagged_and_does_not_gate():
     old = {"faithfulness": result("faithfulness", rng(7).integers(3, 6, 60), info=JUDGE)}
     new = {"faithfulness": result("faithfulness", [1.0] * 60, info=JUDGE)}
     th = GateThresholds(gated_metrics=["faithfulness"])
     cmp = compare_runs(new, old, thresholds=th)
-    assert cmp.row("faithfulness").verdict == "regressed" and cmp.row("faithfulness").gated
+    row = cmp.row("faithfulness")
+    assert row.verdict == "constant" and not row.gated and row.diff < -1  # the difference is still shown
     decision = gate_decision(cmp, th)
-    assert not decision.promote and decision.status == "regressed"
-    assert any("in the new run" in f for f in decision.flags)
+    assert decision.promote
+    assert any("every item 1.000 in this run" in f and "varied in the old run" in f for f in decision.flags)
 
 
 @pytest.mark.parametrize(("rule", "n", "promote", "status"), [
