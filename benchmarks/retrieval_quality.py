@@ -21,7 +21,7 @@ from ragwatch.chunking import ChunkingSettings, chunk_documents
 from ragwatch.datasets import load_zenml_qa
 from ragwatch.documents import load_documents
 from ragwatch.embeddings import EmbeddingSettings, get_embedder
-from ragwatch.index import Index, fingerprint
+from ragwatch.index import BM25Settings, Index, fingerprint
 from ragwatch.retrieval import (
     MatchSettings,
     compare_retrievers,
@@ -42,7 +42,7 @@ SHOWN = ["hit_rate@1", "hit_rate@3", "hit_rate@5", "hit_rate@10", "mrr", "ndcg@5
 def build_or_load_index(corpus: Path, cache: Path, chunking: ChunkingSettings, embedder) -> Index:
     docs = load_documents([str(corpus / "**" / "*.md")], root=corpus)
     chunks = chunk_documents(docs.documents, chunking, embedder.count_tokens, embedder.max_input_tokens)
-    expected = fingerprint([c.id for c in chunks], embedder.identity)
+    expected = fingerprint([c.id for c in chunks], embedder.identity, BM25Settings())  # as Index.build
     target = cache / expected[:16]
     if target.exists():
         index = Index.load(target)
