@@ -207,8 +207,8 @@ def evaluate(samples: list[EvalSample], answers: list[RagAnswer], match: MatchSe
 
 
 def run(generator: str, limit: int | None, gate: GateThresholds = GATE,
-        sizes: tuple[int, ...] = ()) -> tuple[list[Outcome], dict[int, dict[str, bool]], int]:
-    """Every planted change gated against the baseline; also, per subset size, which were blocked."""
+        sizes: tuple[int, ...] = ()) -> tuple[list[Outcome], dict[int, dict[str, str]], int]:
+    """Every planted change gated against the baseline; also, per subset size, the gate's status."""
     config = load_config(ROOT / "configs" / "full.yaml", FullConfig)
     match = config.evaluate.retrieval.match
     index, embedder = build_index(config)
@@ -244,8 +244,7 @@ def run(generator: str, limit: int | None, gate: GateThresholds = GATE,
             for n in sizes:
                 sub = compare_runs(evaluate(samples[:n], answers[:n], match, top_k),
                                    evaluate(samples[:n], base_answers[:n], match, 3), thresholds=gate)
-                decision = gate_decision(sub, gate)
-                per_size[n][change.name] = decision.status == "regressed"
+                per_size[n][change.name] = gate_decision(sub, gate).status
     finally:
         if server is not None:
             server.stop()
@@ -286,12 +285,12 @@ def main(argv: list[str] | None = None) -> int:
         if not o.decision.promote:
             out.append(f"- {o.change.name}: " + "; ".join(o.decision.reasons))
     if per_size:
-        out += ["", "Regressions blocked on the first N questions (gate as above):", "",
+        out += ["", "The gate on the first N questions only (regressed and hold block; hold: an undecided "
+                "gated metric with fewer than min_n items):", "",
                 "| N | " + " | ".join(o.change.name for o in outcomes) + " |",
                 "|---|" + "---|" * len(outcomes)]
         for size, blocked in per_size.items():
-            out.append(f"| {size} | " + " | ".join("blocked" if blocked[o.change.name] else "-" for o in outcomes)
-                       + " |")
+            out.append(f"| {size} | " + " | ".join(blocked[o.change.name] for o in outcomes) + " |")
     text = "\n".join(out)
     print(text)
     if args.markdown:

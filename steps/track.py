@@ -10,7 +10,6 @@ from typing import Annotated, Any
 
 import pandas as pd
 from zenml import get_step_context, log_metadata, step
-from zenml.client import Client
 from zenml.types import HTMLString, MarkdownString
 
 from ragwatch.artifacts import AnswerSet, EvalSet, MetricGroup, RunComparisons
@@ -19,7 +18,7 @@ from ragwatch.config import EvaluateConfig
 from ragwatch.evalsets import generation_samples
 from ragwatch.report import build_html_report, build_markdown_summary
 from ragwatch.system_metrics import system_metrics
-from steps.tracking import previous_evaluation, production_evaluation, run_label
+from steps.tracking import previous_evaluation, production_evaluation, run_label, step_timings
 
 
 def _metadata_scores(group: MetricGroup) -> dict[str, Any]:
@@ -126,13 +125,6 @@ def track_evaluation(
             infer_model=True,
         )
     return merged, comparisons, decision
-
-
-def step_timings(run_id: Any) -> dict[str, float]:
-    """Seconds per finished step of a run, in run order (cached steps take about no time)."""
-    steps = Client().get_pipeline_run(run_id).steps.values()
-    done = [s for s in steps if s.start_time is not None and s.end_time is not None]
-    return {s.name: (s.end_time - s.start_time).total_seconds() for s in sorted(done, key=lambda s: s.start_time)}
 
 
 @step(enable_cache=False)

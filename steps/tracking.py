@@ -123,6 +123,13 @@ def run_label(run: Any) -> str:
     return f"{run.name} ({run.created:%Y-%m-%d %H:%M})"
 
 
+def step_timings(run_id: Any) -> dict[str, float]:
+    """Seconds per finished step of a run, in run order (cached steps take about no time)."""
+    steps = Client().get_pipeline_run(run_id).steps.values()
+    done = [s for s in steps if s.start_time is not None and s.end_time is not None]
+    return {s.name: (s.end_time - s.start_time).total_seconds() for s in sorted(done, key=lambda s: s.start_time)}
+
+
 def evaluation_summary(run: Any) -> str:
     """The run's one-minute summary as text (what `run.py` prints first): the verdict line vs the
     previous run and production, the headline metrics with deltas, the gate's reasons, warnings."""
@@ -136,4 +143,7 @@ def evaluation_summary(run: Any) -> str:
     config = run.steps["build_report_step"].config.parameters.get("config") if "build_report_step" in run.steps \
         else None
     report = ReportSettings.model_validate(config.get("report", {})) if isinstance(config, dict) else ReportSettings()
-    return summary_text(metrics.metrics, named, gate, report.headline)
+    timings = step_timings(run.id)
+    slowest = sorted(timings.items(), key=lambda kv: -kv[1])[:6]
+    return (summary_text(metrics.metrics, named, gate, report.headline)
+            + "\n\nslowest steps: " + ", ".join(f"{name} {seconds:.1f} s" for name, seconds in slowest))
