@@ -255,8 +255,9 @@ def _headline_table(rows: list[HeadlineRow], labels: list[str]) -> str:
         for label in labels:
             d = r.deltas[label]
             colour = VERDICT_COLOURS.get(d.verdict, "#9e9e9e")
-            cells += (f'<td class="num">{_e(delta_interval(d)) or "-"}</td>'
-                      f'<td><span class="verdict" style="background:{colour}">{_e(d.verdict)}</span></td>')
+            badge = ("" if d.verdict == "-"
+                     else f'<span class="verdict" style="background:{colour}">{_e(d.verdict)}</span>')
+            cells += f'<td class="num">{_e(delta_interval(d)) or "-"}</td><td>{badge}</td>'
         body.append(f"<tr><td><b>{_e(r.metric)}</b></td>{cells}</tr>")
     return f'<table id="headline" class="headline"><thead>{head}</thead><tbody>{"".join(body)}</tbody></table>'
 
@@ -700,7 +701,7 @@ thead th{background:#f3f5f7}td.num{text-align:right;font-variant-numeric:tabular
 .verdict-line.hold{background:#fff8e1;border-left:6px solid #f9a825}
 .verdict-line.none{background:#eceff1;border-left:6px solid #78909c}
 table.headline{font-size:.92rem}table.headline td.num{white-space:nowrap}
-table.headline .hint{display:block}
+table.headline span.hint{display:block}
 .warnbox{background:#fff3e0;border-left:5px solid #ef6c00;padding:.4rem 1rem;margin:.6rem 0;font-size:.85rem}
 .warnbox ul{margin:.2rem 0}
 img.plot{max-width:100%;height:auto;display:block;margin:.5rem 0}

@@ -22,6 +22,7 @@ from ragwatch.compare import GateThresholds, compare_runs, gate_decision
 from ragwatch.e2e import E2ETables, run_e2e_tests
 from ragwatch.report import build_html_report
 from ragwatch.results import ItemScore, MetricInfo, MetricResult
+from ragwatch.summary import DEFAULT_HEADLINE, ReportSettings
 from ragwatch.types import RagAnswer
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -41,7 +42,8 @@ const box = id => { const r = document.getElementById(id).getBoundingClientRect(
   return {top: r.top, bottom: r.bottom, left: r.left, right: r.right}; };
 const out = document.createElement('pre'); out.id = 'layout';
 out.textContent = JSON.stringify({verdict: box('verdict'), headline: box('headline'),
-  width: window.innerWidth, height: window.innerHeight});
+  width: window.innerWidth, height: window.innerHeight,
+  missing_span: document.querySelector('#headline td[colspan]').colSpan});
 document.body.appendChild(out);
 </script>"""
 
@@ -87,6 +89,7 @@ def test_verdict_and_headline_are_on_the_first_screen(tmp_path: Path) -> None:
     page = build_html_report(
         "ragwatch evaluation: full-2026_11_22", new, None, thresholds=gate, gate=gate_decision(cmp_prod, gate),
         comparisons={"previous run": compare_runs(new, previous, thresholds=gate), "production": cmp_prod},
+        settings=ReportSettings(headline=[*DEFAULT_HEADLINE, "context_relevance"]),  # one not measured
     )
     report = tmp_path / "report.html"
     report.write_text(page, encoding="utf-8")
@@ -97,6 +100,8 @@ def test_verdict_and_headline_are_on_the_first_screen(tmp_path: Path) -> None:
     match = re.search(r'<pre id="layout">(.*?)</pre>', dom.stdout)
     assert match, f"no layout in the dumped DOM (exit {dom.returncode}): {dom.stderr[-1500:]}"
     layout = json.loads(match.group(1).replace("&quot;", '"'))
+    # a row of a metric the run lacks spans value, interval and n: the table keeps its columns
+    assert layout["missing_span"] == 3, layout
     assert layout["width"] == 1280, layout
     for element in ("verdict", "headline"):
         box = layout[element]
