@@ -81,14 +81,26 @@ def write_config(path: Path, api_base: str, concurrency: int, judges: list[str])
     path.write_text(json.dumps(config, indent=2))  # JSON is YAML
 
 
-def run(command: list[str], env: dict[str, str], log: Path, timed: bool = False) -> tuple[float, int | None]:
-    """Run `run.py <command>` with output to `log`; (wall seconds, peak RSS in KiB when timed)."""
+STEP_STARTED = re.compile(r"Step (\w+) has started")
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def run(
+    command: list[str], env: dict[str, str], log: Path, timed: bool = False, per_step: dict[str, float] | None = None
+) -> tuple[float, int | None]:
+    """Run `run.py <command>` with output to `log`; (wall seconds, peak RSS in KiB when timed).
+    `per_step` collects the peak RSS (MiB, sampled each second) while each ZenML step ran."""
     argv = [sys.executable, str(ROOT / "run.py"), *command]
     if timed:
         argv = ["/usr/bin/time", "-v", *argv]
     started = time.perf_counter()
     with log.open("w") as out:
-        code = subprocess.run(argv, env=env, stdout=out, stderr=subprocess.STDOUT, cwd=log.parent).returncode
+        child = subprocess.Popen(argv, env=env, stdout=out, stderr=subprocess.STDOUT, cwd=log.parent)
+        while child.poll() is None:
+            if per_step is not None:
+                sample_rss(child.pid, log, per_step)
+            time.sleep(1.0)
+        code = child.returncode
     wall = time.perf_counter() - started
     text = log.read_text(errors="replace")
     if code not in (0, 1):  # 1: the gate found a regression, still a complete run
@@ -96,6 +108,19 @@ def run(command: list[str], env: dict[str, str], log: Path, timed: bool = False)
         raise SystemExit(f"run.py {' '.join(command)} failed with exit code {code}; log {log}:\n{tail}")
     rss = re.search(r"Maximum resident set size \(kbytes\): (\d+)", text)
     return wall, int(rss.group(1)) if rss else None
+
+
+def sample_rss(pid: int, log: Path, per_step: dict[str, float]) -> None:
+    import psutil
+
+    try:
+        processes = [psutil.Process(pid), *psutil.Process(pid).children(recursive=True)]
+        rss = sum(p.memory_info().rss for p in processes) / 2**20
+    except psutil.Error:
+        return
+    steps = STEP_STARTED.findall(ANSI.sub("", log.read_text(errors="replace")))
+    step = steps[-1] if steps else "(before the first step)"
+    per_step[step] = max(per_step.get(step, 0.0), rss)
 
 
 def main() -> None:
@@ -124,7 +149,8 @@ def main() -> None:
             wall, _ = run([step, *config], env, work / f"{step}.log")
             print(f"run.py {step}: {wall:.0f}s")
         server.reset_counts()
-        wall, rss = run(["evaluate", *config], env, work / "evaluate.log", timed=True)
+        per_step: dict[str, float] = {}
+        wall, rss = run(["evaluate", *config], env, work / "evaluate.log", timed=True, per_step=per_step)
         calls, peak = server.calls, server.peak_in_flight
     log = (work / "evaluate.log").read_text(errors="replace")
     progress = [line for line in log.splitlines() if re.search(r"\d+/\d+ \(\d+%\)", line)]
@@ -136,6 +162,9 @@ def main() -> None:
         f"provider calls {calls} (ideal {ideal:.0f}s at full concurrency, wall/ideal {wall / max(ideal, 1e-9):.2f}), "
         f"peak in flight {peak}, progress lines {len(progress)}"
     )
+    print("peak RSS while each step ran (MiB, sampled each second): " + ", ".join(
+        f"{step} {mib:.0f}" for step, mib in per_step.items()
+    ))
     for report in reports[-2:]:
         print(f"report {report.name}: {report.stat().st_size / 1e6:.1f} MB")
     if args.keep:
