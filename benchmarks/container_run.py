@@ -3,7 +3,7 @@ ZenML's local Docker orchestrator, and print how long each took.
 
     scripts/team_stack.sh up                  # the server, MariaDB and S3 on 127.0.0.1
     python run.py full                        # once, against the team stack: evaluate needs an eval set
-    python benchmarks/container_run.py [--pipelines ingest evaluate]
+    python benchmarks/container_run.py [--pipelines ingest evaluate] [--no-cache]
 
 Each step runs in its own container (host network: the server and the S3 API are on the host's
 127.0.0.1); the code reaches the container as an archive in the S3 artifact store. The corpus is a
@@ -62,6 +62,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--pipelines", nargs="+", default=["ingest", "evaluate"],
                         choices=["ingest", "testset", "evaluate", "full"])
+    parser.add_argument("--no-cache", action="store_true",
+                        help="re-run every step (otherwise cached steps do not start a container)")
     args = parser.parse_args(argv)
     image, build_s = build_image()
     print(f"parent image {image}: {build_s:.0f} s (0 s means it was already built)", flush=True)
@@ -71,7 +73,8 @@ def main(argv: list[str] | None = None) -> int:
         config = run_config(image, Path(directory))
         for pipeline in args.pipelines:
             started = time.perf_counter()
-            result = subprocess.run([sys.executable, "run.py", pipeline, "--zenml-config", str(config)],
+            command = [sys.executable, "run.py", pipeline, "--zenml-config", str(config)]
+            result = subprocess.run(command + (["--no-cache"] if args.no_cache else []),
                                     cwd=ROOT, env=env, capture_output=True, text=True)
             seconds = time.perf_counter() - started
             print(result.stdout[-2500:], flush=True)

