@@ -23,20 +23,17 @@ def configure_environment(zenml_home: Path | None = None) -> None:
 
 
 def ensure_repository(root: Path = PROJECT_ROOT) -> None:
-    """Mark `root` as the ZenML source root (`zenml init`), so artifacts load from any process and
-    from any current directory (`ZENML_REPOSITORY_PATH` points ZenML at it).
+    """Make `root` ZenML's source root, so steps and artifacts load from any process, from any
+    current directory and from the `ragwatch` console script. Call before ZenML is imported.
 
-    Without it ZenML guesses the source root from the main module, which fails in notebooks, for the
-    `ragwatch` console script and under pytest. The repository remembers the active project and stack
-    of one store; `sync_repository_store` points it at the store in use before ZenML reads it.
+    `ZENML_CUSTOM_SOURCE_ROOT` does it without a `.zen` repository: a repository remembers the
+    active project and stack of one store, and after switching stores (`ZENML_CONFIG_PATH`) every
+    command warned twice "The current repo active project (stack) is no longer available". A `.zen`
+    left in the checkout by an earlier version is kept in step with the store in use.
     """
-    os.environ["ZENML_REPOSITORY_PATH"] = str(root)
+    os.environ.setdefault("ZENML_CUSTOM_SOURCE_ROOT", str(root))
     if (root / ".zen").is_dir():
         sync_repository_store(root)
-        return
-    from zenml.client import Client
-
-    Client.initialize(root=root)
 
 
 def sync_repository_store(root: Path = PROJECT_ROOT) -> None:
