@@ -42,10 +42,10 @@ STATION_CONTEXT = PDF_PAGES[1]
 
 def write_corpus(corpus: Path) -> None:
     import docx
-    import fitz
+    import pymupdf
 
     corpus.mkdir(parents=True)
-    pdf = fitz.open()
+    pdf = pymupdf.open()
     for text in PDF_PAGES:
         pdf.new_page().insert_text((72, 72), text, fontsize=10)
     pdf.save(corpus / "paper.pdf")
