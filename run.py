@@ -34,7 +34,8 @@ def _add_config(parser: argparse.ArgumentParser, default: str) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="run.py", description=__doc__.split("\n\n")[0],
+    prog = "ragwatch" if sys.argv[0].endswith("ragwatch") else "run.py"  # the console script or the file
+    parser = argparse.ArgumentParser(prog=prog, description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, help_text in (
