@@ -122,16 +122,16 @@ def compare_with_bare(
     }
 
 
-def profile(embedder: LocalOnnxEmbedder, texts: list[str], repeats: int) -> dict[str, Any]:
-    """Where embedding time goes: tokenization, padding, batch size, threads."""
+def profile(embedder: LocalOnnxEmbedder, texts: list[str], many: list[str], repeats: int) -> dict[str, Any]:
+    """Where embedding time goes: tokenization, padding (on `many` texts), batch size, threads."""
     import onnxruntime as ort
 
     model = load_local_model(embedder.spec.name)
     out: dict[str, Any] = {}
-    enc, tok_s = timed(lambda: model.tokenizer.encode_batch(texts))
-    lengths = np.array([len(e.ids) for e in enc])
+    _, tok_s = timed(lambda: model.tokenizer.encode_batch(texts))
     _, total_s = timed(lambda: embedder.embed(texts))
     out["tokenize_share"] = round(tok_s / total_s, 4)
+    lengths = np.array([len(e.ids) for e in model.tokenizer.encode_batch(many)])
     batch = embedder.settings.batch_size
 
     def padded_share(order: np.ndarray) -> float:
@@ -238,7 +238,9 @@ def main(argv: list[str] | None = None) -> int:
     rate = rows[-1]["ragwatch_chunks_per_s"]
     figures["embed_100k_chunks_min_extrapolated"] = round(TARGET_CHUNKS / rate / 60, 1)
     if args.profile:
-        figures["profile"] = profile(embedder, corpus_texts(chunks, args.sizes[0]), args.repeats)
+        figures["profile"] = profile(
+            embedder, corpus_texts(chunks, args.sizes[0]), corpus_texts(chunks, args.sizes[-1]), args.repeats
+        )
     if not args.no_incremental:
         figures["incremental"] = incremental(corpus, embedder, settings, args.changed)
 
