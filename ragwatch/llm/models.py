@@ -171,7 +171,3 @@ def _check(model: PackagedModel, path: Path) -> None:
         )
     stamp.parent.mkdir(parents=True, exist_ok=True)
     stamp.write_text(token)
-
-
-# `ragwatch.judges.faithfulness.judge_support_threshold` looks the threshold up under this name
-support_threshold = support_threshold_for
