@@ -7,7 +7,7 @@ ZenML's local Docker orchestrator, and print how long each took.
 
 Each step runs in its own container (host network: the server and the S3 API are on the host's
 127.0.0.1); the code reaches the container as an archive in the S3 artifact store. The corpus is a
-path on the host, so it is mounted read-only at the same path (on a cluster it must be in the image or
+path on the host, so data/ and configs/ are mounted read-only at the same paths (on a cluster it must be in the image or
 reachable from the pod). Needs root, a running Docker daemon, debootstrap, and the team stack up.
 """
 
@@ -41,8 +41,10 @@ def run_config(image: str, directory: Path) -> Path:
     """The checked-in run configuration with the exact image and the corpus mounted read-only."""
     config = yaml.safe_load(RUN_CONFIG.read_text())
     config["settings"]["docker"]["parent_image"] = image
-    data = str(ROOT / "data")
-    config["settings"]["orchestrator"]["run_args"]["volumes"] = {data: {"bind": data, "mode": "ro"}}
+    # Corpus paths are resolved against the config file's folder (configs/../data/...): both must exist.
+    config["settings"]["orchestrator"]["run_args"]["volumes"] = {
+        str(ROOT / name): {"bind": str(ROOT / name), "mode": "ro"} for name in ("data", "configs")
+    }
     path = directory / "zenml_run_config.yaml"
     path.write_text(yaml.safe_dump(config))
     return path

@@ -118,7 +118,8 @@ class DevTools:
     def __init__(self, websocket_url: str) -> None:
         from websockets.sync.client import connect
 
-        self._ws = connect(websocket_url, max_size=None, open_timeout=30)
+        # entered by hand: the connection lives as long as this object (closed in `close`)
+        self._ws = connect(websocket_url, max_size=None, open_timeout=30).__enter__()
         self._next_id = 0
 
     def call(self, method: str, timeout_s: float = 60, **params: Any) -> dict[str, Any]:
@@ -188,7 +189,17 @@ OPEN_VISUALIZATION = """
   if (!tab) return false;
   for (const type of ['pointerdown', 'mousedown', 'pointerup', 'mouseup', 'click'])
     tab.dispatchEvent(new MouseEvent(type, {bubbles: true, cancelable: true, button: 0}));
-  return tab.getAttribute('data-state') === 'active';
+  return true;
+})()
+"""
+# HTML visualizations wait behind a "Load Preview" button (the dashboard's guard against scripts).
+LOAD_PREVIEW = """
+(() => {
+  const sheet = document.querySelector('[role=dialog]');
+  const button = sheet && [...sheet.querySelectorAll('button')].find(b => b.innerText.trim() === 'Load Preview');
+  if (!button) return false;
+  button.click();
+  return true;
 })()
 """
 
@@ -225,6 +236,7 @@ def check(server_url: str, username: str, password: str, target: Target, screens
         _wait_for(lambda: tools.evaluate(CLICK_NODE % json.dumps(REPORT_NODE)), timeout_s,
                   "the run graph's 'report' node")
         _wait_for(lambda: tools.evaluate(OPEN_VISUALIZATION), timeout_s, "the artifact's Visualization tab")
+        _wait_for(lambda: tools.evaluate(LOAD_PREVIEW), timeout_s, "the visualization's Load Preview button")
         found = _wait_for(lambda: target.verdict in tools.page_text(), timeout_s,
                           f"{target.verdict!r} in the report visualization", interval_s=3)
         return bool(found)

@@ -112,12 +112,16 @@ def _port_open(port: int) -> bool:
 
 
 def _start(name: str, command: list[str], env: dict[str, str] | None = None) -> int:
-    """Start a server detached from this process (own session), output to logs/<name>.log."""
+    """Start a server detached from this process (own session), output to logs/<name>.log.
+
+    The working directory is `/`: a ZenML server started inside a ZenML repository (this checkout)
+    reads and rewrites its `.zen/config.yaml`, and then fails every API-key login.
+    """
     logs = STATE_DIR / "logs"
     logs.mkdir(parents=True, exist_ok=True)
     with (logs / f"{name}.log").open("ab") as log:
         process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                   env=env, start_new_session=True, cwd=STATE_DIR)
+                                   env=env, start_new_session=True, cwd="/")
     return process.pid
 
 
