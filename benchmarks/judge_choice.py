@@ -49,9 +49,17 @@ from ragwatch.stats import balanced_threshold  # noqa: E402
 DEFAULT_MODELS = ["local/qwen2.5-0.5b-instruct", "local/qwen2.5-coder-1.5b-instruct"]
 
 
-def judge_probabilities(llm: Any, items: Sequence[CalibrationItem]) -> tuple[list[float | None], list[str | None]]:
-    """P(supported) per item through the product's judge, or the reason it has none."""
-    if all(it.contexts for it in items):
+def judge_probabilities(
+    llm: Any, items: Sequence[CalibrationItem], judge: str = "auto"
+) -> tuple[list[float | None], list[str | None]]:
+    """P(supported) per item through the product's judge, or the reason it has none.
+
+    `auto`: the faithfulness judge's statement verification (reason, then verdict) where items have
+    contexts, else the support judge (verdict first, P(yes) read before any reasoning).
+    """
+    if judge not in ("auto", "faithfulness", "support"):
+        raise ValueError(f"judge must be auto, faithfulness or support, not {judge!r}")
+    if judge == "faithfulness" or (judge == "auto" and all(it.contexts for it in items)):
         verdicts = verify_many(llm, [(it.contexts, [it.answer]) for it in items], use_logprobs=True,
                                support_threshold=0.5)
         probs = [v[0].p_supported for v in verdicts]
@@ -87,13 +95,15 @@ def cross_fitted_predictions(scores: list[float], labels: list[bool], *, seed: i
     return predictions, thresholds
 
 
-def summarize(model: str, name: str, records: list[dict[str, Any]], *, seed: int) -> dict[str, Any]:
+def summarize(
+    model: str, name: str, records: list[dict[str, Any]], *, seed: int, judge: str = "auto"
+) -> dict[str, Any]:
     """The figures of one model x set from its per-item records (id, faithful, p, error, seconds)."""
     ok = [r for r in records if r["p"] is not None]
     scores = [float(r["p"]) for r in ok]
     labels = [bool(r["faithful"]) for r in ok]
     row: dict[str, Any] = {
-        "model": model, "set": name, "n": len(records), "n_failed": len(records) - len(ok),
+        "model": model, "set": name, "judge": judge, "n": len(records), "n_failed": len(records) - len(ok),
         "failures": sorted({r["error"] for r in records if r["error"]})[:5],
         "s_per_item": sum(r["seconds"] for r in records) / max(len(records), 1),
         "p_range": [min(scores), max(scores)] if scores else None,
@@ -109,7 +119,7 @@ def summarize(model: str, name: str, records: list[dict[str, Any]], *, seed: int
 
 
 def measure(model: str, items: list[CalibrationItem], records: list[dict[str, Any]], *, max_tokens: int,
-            save: Any) -> None:
+            save: Any, judge: str = "auto") -> None:
     """Judge the items not yet in `records`, one at a time (so an interrupted run resumes), timing each."""
     llm = LLMClient(LLMSettings(model=model, max_tokens=max_tokens, cache=False, concurrency=1, timeout_s=1800))
     if model.startswith("local/"):
@@ -121,7 +131,7 @@ def measure(model: str, items: list[CalibrationItem], records: list[dict[str, An
         if item.id in done:
             continue
         start = time.perf_counter()
-        (p,), (error,) = judge_probabilities(llm, [item])
+        (p,), (error,) = judge_probabilities(llm, [item], judge)
         records.append({"id": item.id, "faithful": item.faithful, "p": p, "error": error,
                         "seconds": time.perf_counter() - start})
         save()
@@ -158,13 +168,13 @@ def _ci(values: list[float] | None) -> str:
 
 
 def table(rows: list[dict[str, Any]]) -> str:
-    lines = ["| model | set | n (failed) | ROC AUC | balanced acc. (cross-fitted thr.) | bal. acc. at 0.5 "
-             "| thr(all) | P range | s/item |", "|---|---|---|---|---|---|---|---|---|"]
+    lines = ["| model | set | judge | n (failed) | ROC AUC | balanced acc. (cross-fitted thr.) | bal. acc. at 0.5 "
+             "| thr(all) | P range | s/item |", "|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         half = "-" if r.get("balanced_accuracy_at_half") is None else f"{r['balanced_accuracy_at_half']:.2f}"
         thr = "-" if r.get("threshold_all") is None else f"{r['threshold_all']:.3f}"
         prange = "-" if not r.get("p_range") else f"{r['p_range'][0]:.2f}-{r['p_range'][1]:.2f}"
-        lines.append(f"| {r['model'].removeprefix('local/')} | {r['set']} | {r['n']} ({r['n_failed']}) "
+        lines.append(f"| {r['model'].removeprefix('local/')} | {r['set']} | {r['judge']} | {r['n']} ({r['n_failed']}) "
                      f"| {_ci(r.get('auc'))} | {_ci(r.get('balanced_accuracy'))} | {half} | {thr} | {prange} "
                      f"| {r['s_per_item']:.1f} |")
     return "\n".join(lines)
@@ -180,6 +190,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--n-other", type=int, default=40, help="items sampled from each other set")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--max-tokens", type=int, default=256)
+    parser.add_argument("--judge", choices=["auto", "faithfulness", "support"], default="auto",
+                        help="auto: faithfulness verification with contexts, the support judge without")
     parser.add_argument("--threads", type=int, help="llama.cpp threads of local models (default: the provider's)")
     parser.add_argument("--out", type=Path, help="per-item JSON results; items already there are not judged again")
     args = parser.parse_args(argv)
@@ -200,16 +212,16 @@ def main(argv: list[str] | None = None) -> int:
     # set by set (QAGS first: it chooses the default), one model at a time in this one process
     for name, items in sets.items():
         for model in args.models:
-            records = store.setdefault(f"{model} | {name}", [])
+            records = store.setdefault(f"{model} | {name} | {args.judge}", [])
             print(f"{model} on {name}: {len(items)} items ...", file=sys.stderr, flush=True)
-            measure(model, items, records, max_tokens=args.max_tokens, save=save)
-            print(table([summarize(model, name, records, seed=args.seed)]).splitlines()[-1], file=sys.stderr,
-                  flush=True)
+            measure(model, items, records, max_tokens=args.max_tokens, save=save, judge=args.judge)
+            row = summarize(model, name, records, seed=args.seed, judge=args.judge)
+            print(table([row]).splitlines()[-1], file=sys.stderr, flush=True)
             if model.startswith("local/"):
                 from ragwatch.llm import local
 
                 local.close_all()  # free this model's memory before loading the next
-    print(table([summarize(model, name, store[f"{model} | {name}"], seed=args.seed)
+    print(table([summarize(model, name, store[f"{model} | {name} | {args.judge}"], seed=args.seed, judge=args.judge)
                  for name in sets for model in args.models]))
     return 0
 
