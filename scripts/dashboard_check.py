@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import base64
-import email
 import json
 import os
 import shutil
@@ -35,7 +34,9 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                  "--disable-component-update", "--no-first-run", "--disable-dev-shm-usage", "--window-size=1500,1100"]
+                  "--disable-component-update", "--no-first-run", "--disable-dev-shm-usage", "--window-size=1500,1100",
+                  # keep the sandboxed visualization iframe in the page's process, where DevTools reads it
+                  "--disable-site-isolation-trials", "--disable-features=IsolateOrigins,site-per-process"]
 VERDICTS = {True: "Gate: PROMOTE", False: "Gate: DO NOT PROMOTE"}
 
 
@@ -141,15 +142,19 @@ class DevTools:
         return result["result"].get("value")
 
     def page_text(self) -> str:
-        """Text of the page and of every frame (visualizations render in an iframe): an MHTML snapshot."""
-        snapshot = self.call("Page.captureSnapshot", format="mhtml")["data"]
-        message = email.message_from_string(snapshot)
-        parts = []
-        for part in message.walk():
-            if part.get_content_type() == "text/html":
-                payload = part.get_payload(decode=True) or b""
-                parts.append(payload.decode(part.get_content_charset() or "utf-8", errors="replace"))
-        return "\n".join(parts)
+        """Text of the page and of every frame (visualizations render in a sandboxed iframe)."""
+        texts = [self.evaluate("document.body ? document.body.innerText : ''") or ""]
+        pending = [self.call("Page.getFrameTree")["frameTree"]]
+        while pending:
+            node = pending.pop()
+            for child in node.get("childFrames", []):
+                pending.append(child)
+                # an isolated world reaches into frames the page's own scripts may not
+                context = self.call("Page.createIsolatedWorld", frameId=child["frame"]["id"])["executionContextId"]
+                result = self.call("Runtime.evaluate", expression="document.body ? document.body.innerText : ''",
+                                   contextId=context, returnByValue=True)
+                texts.append(result.get("result", {}).get("value") or "")
+        return "\n".join(texts)
 
     def close(self) -> None:
         self._ws.close()
