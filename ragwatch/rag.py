@@ -23,12 +23,13 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
-import httpx
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from ragwatch.types import RagAnswer, RetrievedContext, SearchHit
 
 if TYPE_CHECKING:
+    import httpx
+
     from ragwatch.embeddings import Embedder
     from ragwatch.index import Index
     from ragwatch.llm.client import LLMClient
@@ -407,6 +408,8 @@ class HttpRAG:
 
     def _post(self, client: httpx.Client, question: str) -> Any:
         """The JSON reply; raises RuntimeError with the reason when the item fails."""
+        import httpx
+
         s = self.settings
         body = {**s.extra_body, s.question_field: question}
         reason, retry_after = "", None
@@ -470,6 +473,8 @@ class HttpRAG:
         questions = _check_questions(questions)
         if not questions:
             return []
+        import httpx  # with rich and click ~0.3 s: config validation needs none of it
+
         with httpx.Client() as client, ThreadPoolExecutor(self.settings.concurrency) as pool:
             return list(pool.map(lambda q: self._answer(client, q), questions))
 

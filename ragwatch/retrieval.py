@@ -38,14 +38,16 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import urlsplit
 
-import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ragwatch.results import ItemScore, MetricResult
 from ragwatch.types import Chunk, EvalSample, RelevantItem, RetrievedContext, SearchHit
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 MatchOn = Literal["auto", "chunk_id", "document", "url", "text"]
 RankUnit = Literal["auto", "document", "chunk"]
@@ -451,6 +453,8 @@ class RetrievalReport(BaseModel):
     def worst(self, n: int = 10, *, include_failed: bool = False) -> pd.DataFrame:
         """The n worst questions (lowest reciprocal rank, then nDCG at the largest k) with what was
         retrieved instead of the expected items; failed questions come first when included."""
+        import pandas as pd  # ~0.5 s to import; config validation needs none of it
+
         big = max(self.ks)
         scored = [r for r in self.per_question if r.error is None]
         scored.sort(key=lambda r: (r.measures["mrr"], r.measures[f"ndcg@{big}"], r.question_id))
@@ -624,6 +628,8 @@ def compare_retrievers(
 ) -> pd.DataFrame:
     """Several retrieval settings side by side: one row per setting; per metric the score and its
     95% CI (`<metric>`, `<metric>_ci_low`, `<metric>_ci_high`), plus n_scored and n_failed."""
+    import pandas as pd
+
     if not settings:
         raise ValueError("compare_retrievers needs at least one {name: rankings} entry")
     sources = list(corpus_sources) if corpus_sources is not None else None

@@ -22,7 +22,6 @@ from statistics import NormalDist
 from typing import NamedTuple
 
 import numpy as np
-from scipy import stats as scipy_stats
 
 DEFAULT_RESAMPLES = 2000
 
@@ -85,6 +84,8 @@ def mean_interval(
 def _t_interval(data: np.ndarray, mean: float, confidence: float) -> Interval:
     if data.size < 2:
         return Interval(mean, None, None, "t (one value: no interval)")
+    from scipy import stats as scipy_stats  # ~1 s to import; config validation needs none of it
+
     t_quantile = float(scipy_stats.t.ppf(0.5 + confidence / 2, data.size - 1))
     half = t_quantile * float(data.std(ddof=1)) / math.sqrt(data.size)
     return Interval(mean, mean - half, mean + half, "t")

@@ -14,13 +14,14 @@ Example:
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from ragwatch.agreement import cohen_kappa, hamming_distance, spearman, weighted_kappa
 from ragwatch.judges.engine import passes
 from ragwatch.results import ItemScore, MetricInfo, MetricResult
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 def _pass_label(item: ItemScore, info: MetricInfo) -> bool | None:
@@ -35,6 +36,8 @@ def _distribution(scores: list[float]) -> dict[str, int] | dict[str, float]:
         return {str(k): counts[k] for k in sorted(counts)}
     if not scores:
         return {}
+    import pandas as pd  # ~0.5 s to import: `import ragwatch.judges` (config validation) needs none of it
+
     qs = pd.Series(scores).quantile([0.0, 0.25, 0.5, 0.75, 1.0])
     return {f"q{int(q * 100)}": round(float(v), 4) for q, v in qs.items()}
 
@@ -43,6 +46,8 @@ def compare_judges(
     judge_results: dict[str, dict[str, MetricResult]], *, reference: str | None = None
 ) -> pd.DataFrame:
     """`judge_results[judge_model][metric]` -> one row per (metric, judge), agreement vs `reference`."""
+    import pandas as pd
+
     if not judge_results:
         raise ValueError(
             "compare_judges needs results of at least one judge: {judge_model: {metric: MetricResult}}"

@@ -25,10 +25,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
-import litellm
 from pydantic import BaseModel
 
 from ragwatch.llm import structured
+from ragwatch.llm.backend import load_litellm
 from ragwatch.llm.cache import GenerationCache, cache_key, default_cache_root
 from ragwatch.llm.limiter import Limiter
 from ragwatch.llm.retry import (
@@ -42,7 +42,6 @@ from ragwatch.llm.retry import (
 from ragwatch.llm.types import Generation, LLMSettings, TokenLogprob, Usage
 from ragwatch.progress import Progress
 
-litellm.suppress_debug_info = True  # no "Give Feedback" banners in our logs
 log = logging.getLogger("ragwatch.llm")
 
 Prompt = str | Sequence[dict[str, Any]]
@@ -77,6 +76,7 @@ class LLMClient:
 
     def __init__(self, settings: LLMSettings | None = None) -> None:
         self.settings = settings or LLMSettings()
+        load_litellm()  # its import takes seconds: here, not on the event loop inside the first call
         self.is_local = self.settings.model.startswith(LOCAL_PREFIX)
         if self.is_local:
             from ragwatch.llm import local
@@ -378,6 +378,7 @@ class LLMClient:
         raise AssertionError("unreachable")  # the loop always returns
 
     async def _acompletion(self, kwargs: dict[str, Any]) -> Any:
+        litellm = load_litellm()
         if self.is_local:  # the thread behind it cannot be interrupted; generation is bounded by max_tokens
             return await litellm.acompletion(**kwargs)
         # litellm's own timeout covers the HTTP call; this bounds anything else that could hang
@@ -391,7 +392,7 @@ class LLMClient:
         if known is not None:
             return float(known)
         try:
-            return float(litellm.completion_cost(completion_response=response) or 0.0)
+            return float(load_litellm().completion_cost(completion_response=response) or 0.0)
         except Exception:  # models absent from litellm's price map cost "unknown", counted as 0
             return 0.0
 

@@ -11,8 +11,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-import litellm
-
+from ragwatch.llm.backend import load_litellm
 from ragwatch.llm.retry import backoff_s, classify, describe, retry_after_s
 
 
@@ -22,7 +21,7 @@ class EmbeddingCallError(RuntimeError):
 
 def count_tokens(model: str, text: str) -> int:
     """litellm's token count for `model` (exact for OpenAI models, an approximation for others)."""
-    return int(litellm.token_counter(model=model, text=text))
+    return int(load_litellm().token_counter(model=model, text=text))
 
 
 def embed_remote(
@@ -42,6 +41,7 @@ def embed_remote(
         kwargs["api_base"] = api_base
     if api_key:
         kwargs["api_key"] = api_key
+    litellm = load_litellm()
     for attempt in range(max_retries + 1):
         try:
             return litellm.embedding(**kwargs)

@@ -8,31 +8,41 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
+import functools
 import random
 import re
 import time
 from typing import Literal
 
-import litellm
+from ragwatch.llm.backend import load_litellm
 
 Kind = Literal["rate_limit", "transient", "fatal"]
+_Kinds = tuple[type[BaseException], ...]
 
-_TRANSIENT = (
-    litellm.Timeout,
-    litellm.APIConnectionError,
-    litellm.InternalServerError,
-    litellm.ServiceUnavailableError,
-    litellm.BadGatewayError,
-    asyncio.TimeoutError,
-    ConnectionError,
-)
-_FATAL = (
-    litellm.AuthenticationError,
-    litellm.PermissionDeniedError,
-    litellm.BadRequestError,
-    litellm.NotFoundError,
-    litellm.UnprocessableEntityError,
-)
+
+@functools.cache
+def _exception_kinds() -> tuple[_Kinds, _Kinds]:
+    """litellm's transient and fatal exception classes (read on the first failure, not at import)."""
+    litellm = load_litellm()
+    transient = (
+        litellm.Timeout,
+        litellm.APIConnectionError,
+        litellm.InternalServerError,
+        litellm.ServiceUnavailableError,
+        litellm.BadGatewayError,
+        asyncio.TimeoutError,
+        ConnectionError,
+    )
+    fatal = (
+        litellm.AuthenticationError,
+        litellm.PermissionDeniedError,
+        litellm.BadRequestError,
+        litellm.NotFoundError,
+        litellm.UnprocessableEntityError,
+    )
+    return transient, fatal
+
+
 _KEYLIKE = re.compile(r"(?i)(api[_-]?key[^:=]{0,20}[:=]\s*|bearer\s+|key provided:\s*)\S+")
 
 
@@ -41,13 +51,15 @@ class FatalLLMError(Exception):
 
 
 def classify(exc: BaseException) -> Kind:
+    litellm = load_litellm()
+    transient, fatal = _exception_kinds()
     if isinstance(exc, litellm.RateLimitError):
         return "rate_limit"
-    if isinstance(exc, (FatalLLMError, *_FATAL)):
+    if isinstance(exc, (FatalLLMError, *fatal)):
         return "fatal"
     if is_auth_error(exc):
         return "fatal"  # litellm maps a missing key to a 500; no retry can fix it
-    if isinstance(exc, _TRANSIENT):
+    if isinstance(exc, transient):
         return "transient"
     status = getattr(exc, "status_code", None)
     if isinstance(status, int):
@@ -60,6 +72,7 @@ def classify(exc: BaseException) -> Kind:
 
 
 def is_auth_error(exc: BaseException) -> bool:
+    litellm = load_litellm()
     return isinstance(exc, litellm.AuthenticationError | litellm.PermissionDeniedError) or (
         "Missing credentials" in str(exc) or "api_key client option must be set" in str(exc)
     )
