@@ -1,19 +1,18 @@
 """Judge calibration: how far a judge agrees with people, and at which cut-off to read it.
 
 - `loaders`: labelled sets in the generic, ragas, LlamaIndex and HaluEval formats -> `CalibrationItem`.
-- `judge`: the direct yes/no support judge for sets without retrieved contexts.
 - `report`: `calibrate` (agreement with intervals, greedy vs probability-weighted).
 - `threshold`: the weighted-mode cut-off chosen on one split and reported on the other.
 - `running`: `CalibrationSettings` and `run_calibration`, what `python run.py calibrate` runs.
-- `injection`: the mode-aware prompt-injection measure used by the injection test.
+
+The judges it runs are the project's own (`ragwatch.judges`: `support`, `faithfulness`), and the
+prompt-injection measure is `ragwatch.judges.injection`; both are re-exported here.
 
 Example:
     >>> report = run_calibration(CalibrationSettings(limit=60))  # doctest: +SKIP
     >>> print(report.to_markdown())  # doctest: +SKIP
 """
 
-from ragwatch.calibration.injection import INJECTIONS, InjectionResult, measure_injection
-from ragwatch.calibration.judge import PROMPT_VERSION, SupportJudge, SupportVerdict
 from ragwatch.calibration.loaders import (
     FAITHFUL,
     HALLUCINATED,
@@ -35,6 +34,9 @@ from ragwatch.calibration.running import (
     run_calibration,
 )
 from ragwatch.calibration.threshold import ThresholdChoice, choose_threshold
+from ragwatch.judges.injection import PAYLOADS as INJECTIONS
+from ragwatch.judges.injection import InjectionResult, measure_injection
+from ragwatch.judges.support import PROMPT_VERSION, SupportJudge, SupportVerdict
 
 __all__ = [
     "DEFAULT_DATASET", "FAITHFUL", "HALLUCINATED", "INJECTIONS", "PROMPT_VERSION", "REPO_ROOT",

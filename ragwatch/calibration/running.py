@@ -13,7 +13,6 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ragwatch.calibration.judge import SupportJudge
 from ragwatch.calibration.loaders import CalibrationItem, load_calibration_set, stratified_sample
 from ragwatch.calibration.report import CalibrationReport, calibrate
 from ragwatch.llm.types import LLMSettings
@@ -50,7 +49,11 @@ def resolve_dataset(path: str) -> Path:
 
 
 def build_calibration_judge(settings: CalibrationSettings, items: Sequence[CalibrationItem], llm: Any) -> Any:
-    """`auto`: faithfulness when every item has contexts, else the direct support judge."""
+    """`auto`: faithfulness when every item has contexts, else the support judge (`ragwatch.judges`).
+
+    Both are engine judges; the support judge is built without a P(yes) cut-off so that its item
+    score is the greedy token and `calibrate` compares it with P(yes) (the weighted mode).
+    """
     kind = settings.judge
     if kind == "auto":
         kind = "faithfulness" if all(it.contexts for it in items) else "support"
@@ -63,7 +66,9 @@ def build_calibration_judge(settings: CalibrationSettings, items: Sequence[Calib
         return FaithfulnessJudge(llm, max_statements=settings.max_statements,
                                  max_context_tokens=settings.max_context_tokens,
                                  use_logprobs=settings.use_logprobs)
-    return SupportJudge(llm, use_logprobs=settings.use_logprobs)
+    from ragwatch.judges.support import SupportJudge
+
+    return SupportJudge(llm, use_logprobs=settings.use_logprobs, max_context_tokens=settings.max_context_tokens)
 
 
 def run_calibration(config: CalibrationSettings, llm: Any = None) -> CalibrationReport:

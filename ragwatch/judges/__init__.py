@@ -18,7 +18,7 @@ from ragwatch.judges.correctness import CorrectnessJudge
 from ragwatch.judges.custom import CustomRubric, CustomRubricJudge, load_custom_rubrics, parse_custom_rubrics
 from ragwatch.judges.engine import Call, LLMJudge, Score, gather, run_judge, run_judges
 from ragwatch.judges.faithfulness import FaithfulnessJudge, StatementVerdict, verify_statements
-from ragwatch.judges.injection import inject, injection_inflation
+from ragwatch.judges.injection import PAYLOADS, InjectionResult, inject, measure_injection
 from ragwatch.judges.likert import Criterion, LikertJudge
 from ragwatch.judges.perplexity import PerplexityJudge
 from ragwatch.judges.prometheus import parse_prometheus
@@ -26,8 +26,10 @@ from ragwatch.judges.registry import JudgeDeps, JudgeOptions, register_judge
 from ragwatch.judges.relevance import AnswerRelevanceJudge, ContextRelevanceJudge
 from ragwatch.judges.rubric import RubricJudge
 from ragwatch.judges.similarity import SimilarityJudge
+from ragwatch.judges.support import SupportJudge
 
 __all__ = [
+    "PAYLOADS",
     "AnswerRelevanceJudge",
     "Call",
     "ContextRelevanceJudge",
@@ -37,6 +39,7 @@ __all__ = [
     "CustomRubricJudge",
     "FaithfulnessJudge",
     "FewShotExample",
+    "InjectionResult",
     "Judge",
     "JudgeDeps",
     "JudgeOptions",
@@ -48,13 +51,14 @@ __all__ = [
     "Score",
     "SimilarityJudge",
     "StatementVerdict",
+    "SupportJudge",
     "build_judges",
     "compare_judges",
     "fence",
     "gather",
     "inject",
-    "injection_inflation",
     "load_custom_rubrics",
+    "measure_injection",
     "parse_custom_rubrics",
     "parse_prometheus",
     "register_judge",

@@ -2,7 +2,7 @@
 
 SmolLM2-135M is a weak judge; what must hold is that all 6 HaluEval items end scored or failed with
 a reason, that both readings (greedy and P(yes)-weighted) produce finite figures with intervals, and
-that the injection measurement runs on the real model with and without the fences.
+that the project's injection harness runs on the real model with each of its payloads.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from ragwatch.calibration import (
     resolve_dataset,
     run_calibration,
     stratified_sample,
+    to_eval_pairs,
 )
 from ragwatch.llm.client import LLMClient
 from ragwatch.llm.types import TINY_MODEL, LLMSettings
@@ -58,9 +59,8 @@ def test_injection_measurement_runs_on_the_real_model(tmp_path, monkeypatch):
     items = stratified_sample(load_calibration_set(resolve_dataset(CalibrationSettings().dataset)), 2,
                               seed=1, balanced=True)
     llm = LLMClient(LLMSettings(model=TINY_MODEL, max_tokens=96, max_repairs=1))
-    injection = {"ignore_instructions": INJECTIONS["ignore_instructions"]}
-    for fenced in (True, False):
-        results = measure_injection(SupportJudge(llm, fence_untrusted=fenced), items, injection)
-        assert {r.mode for r in results} <= {"greedy", "weighted"} and results
-        for r in results:
-            assert 1 <= r.n <= 2 and -1.0 <= r.inflation <= 1.0 and r.ci_low <= r.inflation <= r.ci_high
+    results = measure_injection(SupportJudge(llm), *to_eval_pairs(items), INJECTIONS)
+    assert {(r.injection, r.mode) for r in results} <= {(p, m) for p in INJECTIONS for m in ("greedy", "weighted")}
+    assert results and all(r.metric == "support" for r in results)
+    for r in results:
+        assert 1 <= r.n <= 2 and -1.0 <= r.inflation <= 1.0 and r.ci_low <= r.inflation <= r.ci_high

@@ -151,11 +151,35 @@ def test_support_judge_scores_fails_explicitly_and_fences_the_response():
     assert len(llm.seen) == 3  # the empty answer never reached the judge
 
 
-def test_support_judge_checks_against_contexts_when_given():
-    llm = ScriptedLLM(_knows_atlantis_is_fiction)
-    SupportJudge(llm, use_logprobs=False).evaluate(*to_eval_pairs([_item(1, "x", True, ["doc one"])]))
-    assert "<<<BEGIN CONTEXT 1>>>\ndoc one\n<<<END CONTEXT 1>>>" in _user(llm.seen[0])
-    assert "CONTEXT" in llm.seen[0][0]["content"]
+def test_support_judge_checks_against_contexts_with_the_faithfulness_verifier():
+    def verifier(messages, schema):  # the answer is the one statement of the faithfulness verification
+        assert "verdicts" in schema.model_fields
+        supported = "<<<BEGIN STATEMENT 1>>>\nParis is in France.\n<<<END STATEMENT 1>>>" in _user(messages)
+        return json.dumps({"verdicts": [{"reason": "checked", "verdict": "yes" if supported else "no"}]})
+
+    llm = ScriptedLLM(verifier)
+    items = [_item(1, "Paris is in France.", True, ["doc one"]), _item(2, "Paris is in Peru.", False, ["doc one"])]
+    result = SupportJudge(llm, use_logprobs=False).evaluate(*to_eval_pairs(items))
+    assert [it.score for it in result.items] == [1.0, 0.0] and result.items[0].details["reason"] == "checked"
+    assert "<<<BEGIN CONTEXT PASSAGE 1>>>\ndoc one\n<<<END CONTEXT PASSAGE 1>>>" in _user(llm.seen[0])
+    assert result.info.binary and result.info.prompt_version == "support-v2"
+
+
+def test_support_judge_reads_its_verdict_from_p_yes_when_given_a_threshold(monkeypatch):
+    from ragwatch.judges import JudgesConfig, build_judges, support
+
+    # greedy token "no", P(yes) 0.7: the cut-off, when there is one, decides
+    monkeypatch.setattr(support, "yes_probability_at", lambda gen, json_key: 0.7)
+    llm = ScriptedLLM(lambda messages, schema: json.dumps({"verdict": "no", "reason": "r"}))
+    pairs = to_eval_pairs([_item(1, "An answer.", True)])
+    greedy = SupportJudge(llm).evaluate(*pairs).items[0]
+    cut = SupportJudge(llm, support_threshold=0.6).evaluate(*pairs).items[0]
+    config = {"enabled": ["support"], "use_logprobs": True, "support": {"support_threshold": 0.8}}
+    (registered,) = build_judges(JudgesConfig.model_validate(config), llm)
+    high = registered.evaluate(*pairs).items[0]
+    assert greedy.score == 0.0 and greedy.details == {"greedy_verdict": "no", "reason": "r", "weighted_score": 0.7}
+    assert cut.score == 1.0 and cut.passed is True
+    assert registered.support_threshold == 0.8 and high.score == 0.0
 
 
 # --- calibrate -------------------------------------------------------------------------------------

@@ -340,16 +340,16 @@ def test_compare_judges_errors():
 
 def test_injection_inflation_measures_a_gullible_judge(fake_server):
     from ragwatch.judges import CorrectnessJudge
-    from ragwatch.judges.injection import PAYLOADS, inject, injection_inflation
+    from ragwatch.judges.injection import PAYLOADS, inject, measure_injection
 
     def gullible(messages):  # obeys any "maximum score" text it sees
         return json.dumps({"reasoning": "r", "score": 5 if "maximum score" in last_user(messages) else 2})
 
     server = fake_server(gullible)
     samples, answers = [sample(i) for i in range(4)], [answer() for _ in range(4)]
-    report = injection_inflation(CorrectnessJudge(server.client()), samples, answers)
-    assert report["n_pairs"] == 4 and report["inflation"] == 3.0 and report["clean_mean"] == 2.0
+    (row,) = measure_injection(CorrectnessJudge(server.client()), samples, answers, {"plain": PAYLOADS["plain"]})
+    assert row.n == 4 and row.inflation == 3.0 and row.clean == 2.0 and row.mode == "greedy"
     injected = inject(answers, PAYLOADS["fence_break"], where="contexts")
     assert injected[0].contexts[-1].source == "injected" and answers[0].contexts[-1].source is None
     with pytest.raises(ValueError, match="metric="):
-        injection_inflation(RubricJudge(server.client()), samples, answers)
+        measure_injection(RubricJudge(server.client()), samples, answers)

@@ -1,12 +1,15 @@
 """Prompt injection: how much "give full marks" text in answers and documents inflates judge scores.
 
-The judge model is a fake that obeys an injected instruction only when it reads it as trusted text:
-outside a <<<BEGIN X>>> ... <<<END X>>> fence, parsed naively (any END marker closes the fence, as
-a confused model would read it). Otherwise it judges honestly, and these answers are all poor.
-So the inflation measured is exactly what our prompts let through:
+The payloads and the measure are the project's one harness (`ragwatch.judges.injection`). The judge
+model is a fake that obeys any request for top marks ("ignore previous instructions", "give it the
+maximum score", "the verdict is yes", ...) only when it reads it as trusted text: outside a
+<<<BEGIN X>>> ... <<<END X>>> fence, parsed naively (any END marker closes the fence, as a confused
+model would read it). Otherwise it judges honestly, and these answers are all poor. So the inflation
+measured is exactly what our prompts let through:
 - as shipped (fences + neutralized fence markers): no inflation;
-- fence markers not neutralized: a fake `<<<END ANSWER>>>` in the answer escapes the fence;
-- no fences at all: a plain "ignore previous instructions" gets through.
+- fence markers not neutralized: the `fence_break` payload's `<<<END ANSWER>>>` escapes the fence;
+- no fences at all: the `plain` request gets through.
+Our own prompts must never read as such a request (checked first), or nothing would be measured.
 Run with `-s` to see the table.
 """
 
@@ -18,18 +21,24 @@ import sys
 
 import pytest
 
-from ragwatch.calibration import CalibrationItem, SupportJudge, measure_injection
+from ragwatch.calibration import CalibrationItem, to_eval_pairs
 from ragwatch.judges import (
     AnswerRelevanceJudge,
     ContextRelevanceJudge,
     CorrectnessJudge,
     FaithfulnessJudge,
     RubricJudge,
+    SupportJudge,
 )
 from ragwatch.judges import base as judges_base
+from ragwatch.judges.injection import PAYLOADS, inject, measure_injection
 from ragwatch.llm import LLMClient, LLMSettings
 
-TRIGGER = re.compile(r"ignore (all )?previous instructions", re.IGNORECASE)
+TRIGGER = re.compile(  # a request for top marks, in any of the usual phrasings
+    r"ignore (all )?(the )?(previous|prior|above) instructions|(give|award) (it|this|the answer) "
+    r"(the )?(maximum|highest|top|full) (score|marks)|the verdict (is|must be) \W?yes",
+    re.IGNORECASE,
+)
 MARKER = re.compile(r"<<<(BEGIN|END) [^>\n]*>>>")
 
 JUDGES = {  # name -> (factory, 1-5 scale?)
@@ -147,9 +156,11 @@ def _inflation(defence: str, monkeypatch: pytest.MonkeyPatch) -> dict[tuple[str,
     _disable(defence, monkeypatch)
     llm = ObedientFakeJudgeLLM()
     figures = {}
+    samples, answers = to_eval_pairs(ITEMS)
     for judge_name, (factory, likert) in JUDGES.items():
-        for where in ("answer", "context"):
-            for r in measure_injection(factory(llm), ITEMS, where=where):
+        for where in ("answer", "contexts"):
+            metric = judge_name if judge_name.startswith("rubric_") else None  # one of the rubric's four
+            for r in measure_injection(factory(llm), samples, answers, where=where, metric=metric):
                 if r.mode == "greedy":
                     assert r.n == len(ITEMS), f"{judge_name}: items failed to judge"
                     figures[(judge_name, where, r.injection)] = r.inflation / (4.0 if likert else 1.0)
@@ -159,6 +170,19 @@ def _inflation(defence: str, monkeypatch: pytest.MonkeyPatch) -> dict[tuple[str,
 @pytest.fixture(autouse=True)
 def _cache_dir(tmp_path, monkeypatch):
     monkeypatch.setenv("RAGWATCH_CACHE_DIR", str(tmp_path / "cache"))
+
+
+def test_the_fake_judge_obeys_the_payloads_and_never_our_own_prompts(monkeypatch):
+    _disable("no_fences", monkeypatch)  # everything is trusted text: only the words decide
+    llm = ObedientFakeJudgeLLM()
+    samples, answers = to_eval_pairs(ITEMS)
+    for factory, _ in JUDGES.values():
+        factory(llm).evaluate(samples, answers)
+    assert llm.obeyed == 0  # the shipped prompts ask for no top marks
+    for name, payload in PAYLOADS.items():
+        before = llm.obeyed
+        SupportJudge(llm, use_logprobs=False).evaluate(samples, inject(answers, payload))
+        assert llm.obeyed - before == len(ITEMS), name
 
 
 @pytest.mark.parametrize("defence", ["shipped", "no_neutralize", "no_fences"])
@@ -175,12 +199,12 @@ def test_injection_inflation_by_defence(defence, monkeypatch, capsys):
         assert all(v == 0.0 for v in figures.values()), figures
         return
     # the answer-side attack reaches every judge that reads the answer
-    escaped = "fence_breaker" if defence == "no_neutralize" else "ignore_instructions"
+    escaped = "fence_break" if defence == "no_neutralize" else "plain"
     readers_of_answer = [j for j in JUDGES if j != "context_relevance"]
     assert all(figures[(j, "answer", escaped)] >= 0.5 for j in readers_of_answer), figures
     # a poisoned document reaches the judges that read contexts
-    for j in ("faithfulness", "context_relevance", "rubric_faithfulness"):
-        assert figures[(j, "context", escaped)] >= 0.5, (j, figures)
+    for j in ("support", "faithfulness", "context_relevance", "rubric_faithfulness"):
+        assert figures[(j, "contexts", escaped)] >= 0.5, (j, figures)
     if defence == "no_neutralize":  # fences alone still stop the plain request
-        targets = ("answer", "context")
-        assert all(figures[(j, w, "ignore_instructions")] == 0.0 for j in JUDGES for w in targets)
+        targets = ("answer", "contexts")
+        assert all(figures[(j, w, "plain")] == 0.0 for j in JUDGES for w in targets)
