@@ -182,6 +182,14 @@ class E2ETestResult(BaseModel):
     error: str | None = None  # the system under test failed to answer
 
 
+def e2e_results_frame(results: list[E2ETestResult]) -> Any:
+    """One row per test as a pandas DataFrame, with every column even when there are no tests (an
+    empty frame without columns cannot be described, so ZenML could not visualize the artifact)."""
+    import pandas as pd  # lazily: the e2e tests themselves need no pandas
+
+    return pd.DataFrame([r.model_dump() for r in results], columns=list(E2ETestResult.model_fields))
+
+
 class E2EReport(BaseModel):
     """Every test's outcome and the failure rates: `e2e_failure_rate/<table>` and `e2e_failure_rate`."""
 

@@ -445,7 +445,9 @@ class Index:
         # |float32 dot - exact dot| <= dim * eps/2 * |q| * |v| (Higham); twice that covers both sides.
         slack = dim * float(np.finfo(np.float32).eps) * self._max_norm
         results: list[list[tuple[int, float]]] = []
-        for block in _blocks(len(queries), n, BLOCK_CELLS):
+        # The float64 re-score gathers (candidates x dim) per block: a block of a small corpus may hold
+        # every query, so its rows are also bounded by depth * dim (else memory grows with the queries).
+        for block in _blocks(len(queries), max(n, 4 * depth * dim), BLOCK_CELLS):
             # One query: a matrix-vector product (BLAS gemv), several times faster than a 1-row gemm.
             approx = (self.vectors @ queries[block][0])[None, :] if block.stop - block.start == 1 else (
                 queries[block] @ self.vectors.T

@@ -13,7 +13,7 @@ from zenml import log_metadata, step
 
 from ragwatch.artifacts import AnswerSet, EvalSet, MetricGroup
 from ragwatch.config import E2ESettings, RetrievalEvalSettings, SystemUnderTest
-from ragwatch.e2e import E2ETables
+from ragwatch.e2e import E2ETables, e2e_results_frame
 from ragwatch.embeddings import EmbeddingSettings, get_embedder
 from ragwatch.evalsets import generation_samples
 from ragwatch.evaluation import (
@@ -73,12 +73,12 @@ def run_e2e_tests_step(
 ) -> tuple[Annotated[MetricGroup, "e2e_metrics"], Annotated[pd.DataFrame, "e2e_results"]]:
     """The handcrafted keyword tests, through the system under test."""
     if not e2e.enabled or tables.n_cases == 0:
-        return MetricGroup(group="e2e"), pd.DataFrame()
+        return MetricGroup(group="e2e"), e2e_results_frame([])
     export_api_keys()
     rag, _ = build_system(system, index, get_embedder(embedding))
     report = run_handcrafted_tests(rag, tables)
     log_metadata(metadata={"e2e": {name: m.score for name, m in report.metrics.items()}})
-    frame = pd.DataFrame([r.model_dump() for r in report.results])
+    frame = e2e_results_frame(report.results)
     return MetricGroup(group="e2e", metrics=report.metrics), frame
 
 

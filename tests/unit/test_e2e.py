@@ -159,3 +159,14 @@ def test_missing_file_and_empty_tables():
         load_e2e_tables("/nonexistent/e2e.yaml")
     with pytest.raises(ValueError, match="no e2e tests"):
         run_e2e_tests(E2ETables(), lambda qs: [])
+
+
+def test_results_frame_has_its_columns_even_without_tests():
+    from ragwatch.e2e import E2ETestResult, e2e_results_frame
+
+    empty = e2e_results_frame([])
+    assert list(empty.columns) == list(E2ETestResult.model_fields) and len(empty) == 0
+    empty.describe(include="all")  # what ZenML's visualization calls: fails on a frame without columns
+    one = e2e_results_frame([E2ETestResult(table="good_responses", case_id="c1", question="q", answer="a",
+                                           passed=False, failing_keywords=["zenml"])])
+    assert one.loc[0, "failing_keywords"] == ["zenml"] and one.loc[0, "table"] == "good_responses"

@@ -113,6 +113,30 @@ def test_builtin_retrieve_many_is_batched_and_modes_work(index):
     assert rag.retrieve_many([]) == []
 
 
+def test_builtin_answers_many_with_one_batched_search_and_the_contexts_of_single_search(index):
+    """One `search_many` for the whole batch; every answer shows the contexts one search would give."""
+    questions = ["How do I register a secret?", "What is a stack?", "pipeline steps artifacts", "zzz"]
+    calls: list[int] = []
+
+    class CountingIndex:  # the real index, counting batched searches
+        def __getattr__(self, name):
+            return getattr(index, name)
+
+        def search_many(self, queries, *args, **kw):
+            calls.append(len(queries))
+            return index.search_many(queries, *args, **kw)
+
+    for mode in ("vector", "bm25", "hybrid"):
+        settings = RagSettings(top_k=2, retrieval_mode=mode, max_context_chars=90)
+        calls.clear()
+        rag = BuiltinRAG(CountingIndex(), HashEmbedder(), llm(), settings)
+        answers = rag.answer_many(questions, mock_response="ok")
+        assert calls == [len(questions)], mode
+        for question, answer in zip(questions, answers, strict=True):
+            hits = index.search(question, k=2, mode=mode, embedder=HashEmbedder())
+            assert answer.contexts == format_contexts(hits, 90)[1], (mode, question)
+
+
 def test_builtin_generation_failure_is_an_item_error(index):
     rag = BuiltinRAG(index, HashEmbedder(), llm(), RagSettings(retrieval_mode="bm25"))
     exc = litellm.BadRequestError("context window exceeded", model="gpt-4o-mini", llm_provider="openai")
