@@ -24,7 +24,7 @@ from ragwatch.llm.client import LLMClient
 from ragwatch.llm.types import LLMSettings
 from ragwatch.rag import RAGSystem, build_rag
 from ragwatch.results import MetricResult
-from ragwatch.retrieval import evaluate_retrieval, rankings_with_documents
+from ragwatch.retrieval import RememberedEmbedder, evaluate_retrieval, rankings_with_documents
 from ragwatch.types import EvalSample, RagAnswer
 
 
@@ -47,6 +47,7 @@ def evaluate_retrieval_modes(
     if not labelled:
         return metrics, pd.DataFrame()
     questions = [s.question for s in labelled]
+    embedder = RememberedEmbedder(embedder) if embedder is not None else None  # embed once for all modes
     depth = max(settings.ks)
     for mode in settings.modes:
         # deep enough that documents ranked by their best chunk (MaxP) fill the top `depth`

@@ -288,6 +288,33 @@ def rankings_with_documents(
     return rankings
 
 
+class RememberedEmbedder:
+    """An embedder that embeds each distinct text once and hands back the same vector after that.
+
+    Retrieval evaluation searches the same questions in several modes (vector, hybrid) and again
+    deeper for document ranking; query embedding is most of that time, so it is done once.
+
+    >>> embedder = RememberedEmbedder(get_embedder(EmbeddingSettings()))  # doctest: +SKIP
+    """
+
+    def __init__(self, embedder: Any) -> None:
+        self.inner = embedder
+        self._vectors: dict[str, Any] = {}
+
+    def __getattr__(self, name: str) -> Any:  # identity, dim, max_input_tokens, count_tokens
+        return getattr(self.inner, name)
+
+    def embed(self, texts: list[str]) -> Any:
+        import numpy as np
+
+        new = list(dict.fromkeys(t for t in texts if t not in self._vectors))
+        if new:
+            self._vectors.update(zip(new, self.inner.embed(new), strict=True))
+        if not texts:
+            return self.inner.embed([])
+        return np.stack([self._vectors[t] for t in texts])
+
+
 def rank_unit_for(labels: Sequence[_Label], match: MatchSettings) -> Literal["document", "chunk"]:
     """`document` when every label is a document/URL (and `rank_unit` is auto), else `chunk`."""
     if match.rank_unit != "auto":
@@ -576,12 +603,13 @@ def evaluate_retrieval(
             expected=expected, retrieved=retrieved, rank_unit=unit, unmatched_labels=unmatched_values,
             relevant_at=[i + 1 for i, g in enumerate(judgement.gains) if g > 0],
         ))
+        detail = {"first_relevant_rank": rank}  # one dict per question, shared by its metrics' items
         for name in names:
             # measures are finite floats by construction: skip re-validating thousands of items
             items[name].append(ItemScore.model_construct(
                 item_id=sample.id, score=measures[name], error=None,
                 passed=measures[name] > 0 if name.startswith("hit_rate") else None,
-                details={"first_relevant_rank": rank},
+                details=detail,
             ))
     warnings = []
     if corpus is not None:

@@ -225,3 +225,28 @@ def test_hits_from_contexts_rank_in_order():
     assert [h.rank for h in hits] == [1, 2]
     assert hits[0].chunk.id == "a" and hits[1].chunk.id  # a stable id derived from the text
     assert hits_from_contexts([RetrievedContext(text="t2")])[0].chunk.id == hits[1].chunk.id
+
+
+def test_remembered_embedder_embeds_each_text_once_and_returns_the_same_vectors():
+    import numpy as np
+
+    from ragwatch.retrieval import RememberedEmbedder
+
+    class Counting:
+        identity, dim = "test/counting", 3
+
+        def __init__(self):
+            self.seen: list[str] = []
+
+        def embed(self, texts):
+            self.seen += texts
+            return np.array([[len(t), t.count("a"), 1.0] for t in texts], dtype=np.float32).reshape(-1, 3)
+
+    inner = Counting()
+    remembered = RememberedEmbedder(inner)
+    first = remembered.embed(["a", "bb", "a"])
+    again = remembered.embed(["bb", "ccc", "a"])
+    assert inner.seen == ["a", "bb", "ccc"]  # each distinct text embedded once
+    assert np.array_equal(first, inner.embed(["a", "bb", "a"]))
+    assert np.array_equal(again, inner.embed(["bb", "ccc", "a"]))
+    assert remembered.identity == "test/counting" and remembered.embed([]).shape == (0, 3)
