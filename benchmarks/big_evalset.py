@@ -82,6 +82,7 @@ def write_config(path: Path, api_base: str, concurrency: int, judges: list[str])
 
 
 STEP_STARTED = re.compile(r"Step (\w+) has started")
+STEP_FINISHED = re.compile(r"Step (\w+) has finished in (?:(\d+)h)?(?:(\d+)m)?(?:([\d.]+)s)?")
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 
@@ -121,6 +122,14 @@ def sample_rss(pid: int, log: Path, per_step: dict[str, float]) -> None:
     steps = STEP_STARTED.findall(ANSI.sub("", log.read_text(errors="replace")))
     step = steps[-1] if steps else "(before the first step)"
     per_step[step] = max(per_step.get(step, 0.0), rss)
+
+
+def step_seconds(log_text: str) -> dict[str, float]:
+    """Wall seconds of each finished ZenML step, from its "Step x has finished in 4m2s" line."""
+    out = {}
+    for name, h, m, sec in STEP_FINISHED.findall(ANSI.sub("", log_text)):
+        out[name] = 3600 * float(h or 0) + 60 * float(m or 0) + float(sec or 0)
+    return out
 
 
 def main() -> None:
@@ -165,6 +174,8 @@ def main() -> None:
     print("peak RSS while each step ran (MiB, sampled each second): " + ", ".join(
         f"{step} {mib:.0f}" for step, mib in per_step.items()
     ))
+    seconds = step_seconds(log)
+    print("wall time of each step (s): " + ", ".join(f"{step} {t:.0f}" for step, t in seconds.items()))
     for report in reports[-2:]:
         print(f"report {report.name}: {report.stat().st_size / 1e6:.1f} MB")
     if args.keep:
