@@ -122,11 +122,12 @@ def cmd_pipeline(name: str, config: str, no_cache: bool, zenml_config: str | Non
 
 
 def cmd_compare(runs: list[str], config: str) -> int:
-    from orchestration.compare_runs import compare_command
     from ragwatch.config import FullConfig
     from ragwatch.config_loader import load_config
 
-    settings = load_config(config, FullConfig).evaluate
+    settings = load_config(config, FullConfig).evaluate  # before ZenML is imported: a typo is answered at once
+    from orchestration.compare_runs import compare_command
+
     text, path = compare_command(runs, settings.system.model_name, settings.gate)
     print(text)
     print(f"\nHTML: {path} (also the 'run_comparison' artifact)")

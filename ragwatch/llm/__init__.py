@@ -7,7 +7,8 @@ Example:
     'hi'
 """
 
-# ragwatch/__init__.py points litellm at its bundled price map before this package imports it.
+# Light to import: litellm (seconds) loads on first use (backend.py); ragwatch/__init__.py points it at
+# its bundled price map first.
 from ragwatch.llm.client import LLMClient
 from ragwatch.llm.types import Generation, LLMSettings, TokenLogprob, Usage
 

@@ -12,6 +12,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 HEAVY = ("litellm", "zenml", "scipy", "pandas", "matplotlib", "onnxruntime", "tokenizers", "pymupdf")
 CHECK = "bad = [m for m in {heavy!r} if m in sys.modules]; print(bad)"
@@ -60,9 +62,10 @@ def _messages(stderr: str) -> str:
     return "\n".join(line for line in stderr.splitlines() if not line.startswith("import time:"))
 
 
-def test_run_py_names_a_bad_key_without_a_traceback_or_heavy_imports(tmp_path):
+@pytest.mark.parametrize("command", ["evaluate", "compare"])
+def test_run_py_names_a_bad_key_without_a_traceback_or_heavy_imports(tmp_path, command):
     (tmp_path / "bad.yaml").write_text("evaluate:\n  top_kk: 3\n")
-    done = _run_cli(tmp_path, "evaluate", "--config", "bad.yaml")
+    done = _run_cli(tmp_path, command, "--config", "bad.yaml")
     assert done.returncode == 2, done.stderr[-2000:]
     messages = _messages(done.stderr)
     assert "evaluate.top_kk: unknown key" in messages
