@@ -41,10 +41,10 @@ from ragwatch.calibration import (  # noqa: E402
     load_calibration_set,
     to_eval_pairs,
 )
+from ragwatch.calibration.threshold import best_threshold  # noqa: E402
 from ragwatch.judges.faithfulness import verify_many  # noqa: E402
 from ragwatch.llm.client import LLMClient  # noqa: E402
 from ragwatch.llm.types import LLMSettings  # noqa: E402
-from ragwatch.stats import balanced_threshold  # noqa: E402
 
 DEFAULT_MODELS = ["local/qwen2.5-0.5b-instruct", "local/qwen2.5-coder-1.5b-instruct"]
 
@@ -87,7 +87,7 @@ def cross_fitted_predictions(scores: list[float], labels: list[bool], *, seed: i
     thresholds = []
     for fold in (0, 1):
         train = [i for i in range(len(scores)) if folds[i] != fold]
-        t = balanced_threshold([scores[i] for i in train], [labels[i] for i in train])
+        t, _ = best_threshold([scores[i] for i in train], [labels[i] for i in train])
         thresholds.append(t)
         for i in range(len(scores)):
             if folds[i] == fold:
@@ -113,7 +113,7 @@ def summarize(
         predictions, fold_thresholds = cross_fitted_predictions(scores, labels, seed=seed)
         bacc = with_interval(balanced_accuracy, labels, predictions, seed=seed)
         row.update(auc=[auc.value, auc.ci_low, auc.ci_high], balanced_accuracy=[bacc.value, bacc.ci_low, bacc.ci_high],
-                   fold_thresholds=fold_thresholds, threshold_all=balanced_threshold(scores, labels),
+                   fold_thresholds=fold_thresholds, threshold_all=best_threshold(scores, labels)[0],
                    balanced_accuracy_at_half=balanced_accuracy(labels, [s >= 0.5 for s in scores]))
     return row
 

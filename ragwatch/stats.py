@@ -173,30 +173,3 @@ def bootstrap_statistic_ci(
     alpha = (1 - confidence) / 2
     low, high = np.quantile(defined, [alpha, 1 - alpha])
     return float(point), float(low), float(high)
-
-
-def balanced_threshold(scores: Sequence[float], labels: Sequence[bool]) -> float:
-    """The cut-off `t` (predict positive when score >= t) that maximises balanced accuracy.
-
-    Candidates are the midpoints between consecutive distinct scores (plus one below and one above
-    all); among equally good ones the median candidate is taken, so the choice does not hug one
-    class. Choose it on one split of labelled data and report the accuracy on another.
-
-    Example:
-        >>> balanced_threshold([0.2, 0.4, 0.6, 0.9], [False, False, True, True])
-        0.5
-    """
-    s = np.asarray(scores, dtype=float)
-    y = np.asarray(labels, dtype=bool)
-    if s.shape != y.shape or s.size == 0:
-        raise ValueError(f"need as many labels as scores (got {s.size} scores, {y.size} labels), at least one")
-    if y.all() or not y.any():
-        raise ValueError("both classes are needed to choose a threshold; the labels hold only one")
-    distinct = np.unique(s)
-    candidates = np.concatenate([[distinct[0] - 1e-9], (distinct[:-1] + distinct[1:]) / 2, [distinct[-1] + 1e-9]])
-    predicted = s[None, :] >= candidates[:, None]
-    recall_pos = (predicted & y).sum(axis=1) / y.sum()
-    recall_neg = (~predicted & ~y).sum(axis=1) / (~y).sum()
-    balanced = (recall_pos + recall_neg) / 2
-    best = np.flatnonzero(np.isclose(balanced, balanced.max()))
-    return float(candidates[best[len(best) // 2]])

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from ragwatch.results import ItemScore, MetricInfo, MetricResult
-from ragwatch.stats import balanced_threshold, mean_interval
+from ragwatch.stats import mean_interval
 
 SIZES = (5, 10, 30, 100, 1000)
 DRAWS = 1000
@@ -122,18 +122,3 @@ def test_metric_result_with_an_undeclared_scale_says_so() -> None:
 def test_no_scored_item_gives_no_interval() -> None:
     result = MetricResult.from_items("f", [ItemScore(item_id="q", error="timeout")])
     assert (result.score, result.ci_low, result.ci_high, result.ci_method) == (None, None, None, None)
-
-
-def test_balanced_threshold_separates_and_generalises() -> None:
-    rng = np.random.default_rng(5)
-    labels = rng.random(400) < 0.5
-    scores = np.where(labels, rng.normal(0.6, 0.1, 400), rng.normal(0.3, 0.1, 400))  # P(yes) all below 0.7
-    t = balanced_threshold(scores[:200], labels[:200])
-    assert 0.38 < t < 0.52  # near the midpoint 0.45, far from the naive 0.5 only by noise
-    held_out = ((scores[200:] >= t) == labels[200:]).mean()
-    assert held_out > 0.85
-
-
-def test_balanced_threshold_needs_both_classes() -> None:
-    with pytest.raises(ValueError, match="both classes"):
-        balanced_threshold([0.1, 0.9], [True, True])
