@@ -2,8 +2,8 @@
 
 Stage 1 splits each answer into at most `max_statements` standalone statements (one batch).
 Stage 2 verifies the statements against the contexts. `verify: batched` (default) checks all
-statements of an answer in ONE call per context window (the reply lists a reason and a verdict per
-statement); `verify: per_statement` makes one call per statement. Contexts longer than the judge's
+statements of an answer in ONE call per context window (the reply lists a verdict, then a short reason,
+per statement); `verify: per_statement` makes one call per statement. Contexts longer than the judge's
 window (`max_context_tokens`, ~4 characters per token) are never truncated: they are cut into windows
 and checked by create-and-refine: window 1 first; statements not yet supported are checked against
 window 2 together with their previous verdict, and so on (one stage per window).
@@ -40,7 +40,7 @@ from ragwatch.llm.logprobs import yes_probabilities_at
 from ragwatch.results import MetricInfo
 from ragwatch.types import EvalSample, RagAnswer
 
-PROMPT_VERSION = "faithfulness-v2"  # v2: batched verification (per_statement prompts unchanged)
+PROMPT_VERSION = "faithfulness-v3"  # v3: verdict before reason; v2: batched verification
 DEFAULT_SUPPORT_THRESHOLD = 0.5
 VerifyMode = Literal["batched", "per_statement"]
 CHARS_PER_TOKEN = 4
@@ -61,8 +61,8 @@ VERIFY_SYSTEM = (
     "states it or it follows directly from the context; otherwise (not mentioned, contradicted, or "
     "only plausible) the verdict is no. Use only the context, not your own knowledge.\n"
     f"{DATA_RULE}\n"
-    'First give a one-sentence reason, then the verdict. Reply with JSON only: {"reason": "<why>", '
-    '"verdict": "yes" or "no"}'
+    'First give the verdict, then a one-sentence reason. Reply with JSON only: {"verdict": "yes" or '
+    '"no", "reason": "<why>"}'
 )
 
 
@@ -72,16 +72,21 @@ VERIFY_BATCH_SYSTEM = (
     "contradicted, or only plausible) the verdict is no. Use only the context, not your own knowledge. "
     "Judge each statement on its own.\n"
     f"{DATA_RULE}\n"
-    "For every statement, in order, first give a one-sentence reason, then the verdict. Reply with JSON "
-    'only: {"verdicts": [{"reason": "<why>", "verdict": "yes" or "no"}, ...]} with one entry per statement.'
+    "For every statement, in order, first give the verdict, then a one-sentence reason. Reply with JSON "
+    'only: {"verdicts": [{"verdict": "yes" or "no", "reason": "<why>"}, ...]} with one entry per statement.'
 )
 
 
 class VerdictReply(BaseModel):
-    """The judge's reply for one statement: a reason first, then the verdict."""
+    """The judge's reply for one statement: the verdict first, then a short reason.
 
-    reason: str = Field(max_length=REASON_CHARS)
+    Field order is the decoding order (grammar-constrained decoding follows the schema). Verdict first
+    because a verdict written after its reason is almost always "yes" with P(yes) ~ 1 (measured on
+    QAGS-XSum: 0.997-1.0 on supported and unsupported claims alike), so no threshold separates them.
+    """
+
     verdict: Literal["yes", "no"]
+    reason: str = Field(max_length=REASON_CHARS)
 
 
 @lru_cache(maxsize=64)
@@ -409,7 +414,7 @@ class FaithfulnessJudge(LLMJudge):
         examples: list[tuple[str, list[str], VerdictReply]] = []
         for raw in few_shot:
             ex = FewShotExample.model_validate(raw)
-            if "statement" in ex.input:  # a verification example: {statement, context} -> {reason, verdict}
+            if "statement" in ex.input:  # a verification example: {statement, context} -> {verdict, reason}
                 ctx = ex.input.get("context", ex.input.get("contexts", ""))
                 window = [str(c) for c in ctx] if isinstance(ctx, list) else [str(ctx)]
                 examples.append((str(ex.input["statement"]), window, VerdictReply.model_validate(ex.output)))
@@ -423,7 +428,7 @@ class FaithfulnessJudge(LLMJudge):
             else:
                 raise ValueError(
                     "a faithfulness few-shot example needs input {question, answer} with output "
-                    "{statements: [...]}, or input {statement, context} with output {reason, verdict}; "
+                    "{statements: [...]}, or input {statement, context} with output {verdict, reason}; "
                     f"got input keys {sorted(ex.input)}"
                 )
         self.support_threshold = (

@@ -155,7 +155,7 @@ def test_support_judge_checks_against_contexts_with_the_faithfulness_verifier():
     def verifier(messages, schema):  # the answer is the one statement of the faithfulness verification
         assert "verdicts" in schema.model_fields
         supported = "<<<BEGIN STATEMENT 1>>>\nParis is in France.\n<<<END STATEMENT 1>>>" in _user(messages)
-        return json.dumps({"verdicts": [{"reason": "checked", "verdict": "yes" if supported else "no"}]})
+        return json.dumps({"verdicts": [{"verdict": "yes" if supported else "no", "reason": "checked"}]})
 
     llm = ScriptedLLM(verifier)
     items = [_item(1, "Paris is in France.", True, ["doc one"]), _item(2, "Paris is in Peru.", False, ["doc one"])]
@@ -257,8 +257,8 @@ def test_auto_picks_faithfulness_when_every_item_has_contexts(tmp_path):
             return json.dumps({"statements": [answer]})
         verdict = "yes" if "The sky is blue.\n<<<END STATEMENT" in _user(messages) else "no"
         if "verdicts" in schema.model_fields:  # faithfulness verifies all statements in one call
-            return json.dumps({"verdicts": [{"reason": "checked", "verdict": verdict}]})
-        return json.dumps({"reason": "checked", "verdict": verdict})
+            return json.dumps({"verdicts": [{"verdict": verdict, "reason": "checked"}]})
+        return json.dumps({"verdict": verdict, "reason": "checked"})
 
     report = run_calibration(
         CalibrationSettings(dataset=str(path), limit=None, use_logprobs=False, resamples=100),

@@ -9,7 +9,14 @@ import pytest
 from test_judges_support import MockLLM, answer, fake_server, is_repair, last_user, no_nan, sample
 
 from ragwatch.judges import FaithfulnessJudge, verify_statements
-from ragwatch.judges.faithfulness import context_windows, split_text
+from ragwatch.judges.faithfulness import (
+    VERIFY_BATCH_SYSTEM,
+    VERIFY_SYSTEM,
+    VerdictReply,
+    context_windows,
+    split_text,
+    verdicts_schema,
+)
 
 __all__ = ["fake_server"]
 
@@ -40,9 +47,9 @@ def oracle(messages):
     numbered = re.findall(r"<<<BEGIN STATEMENT \d+>>>\n(.*?)\n<<<END", user, flags=re.DOTALL)
     if numbered:
         pairs = [_verdict(st, context) for st in numbered]
-        return json.dumps({"verdicts": [{"reason": r, "verdict": v} for v, r in pairs]})
+        return json.dumps({"verdicts": [{"verdict": v, "reason": r} for v, r in pairs]})
     verdict, reason = _verdict(_between(user, "STATEMENT")[0], context)
-    return json.dumps({"reason": reason, "verdict": verdict})
+    return json.dumps({"verdict": verdict, "reason": reason})
 
 
 def test_statement_by_statement_score_and_details(fake_server):
@@ -111,7 +118,7 @@ def test_unscorable_items_fail_with_reasons(fake_server):
             return json.dumps(
                 {"statements": []} if "I don't know" in user else {"statements": ["Paris is big."]}
             )
-        return json.dumps({"reason": "ok", "verdict": "yes"})
+        return json.dumps({"verdict": "yes", "reason": "ok"})
 
     server = fake_server(script)
     result = FaithfulnessJudge(server.client(), verify="per_statement").evaluate(
@@ -143,8 +150,8 @@ def test_invalid_verdict_repaired_and_failed_verdict_fails_item(fake_server):
         if "Rome" in statement:
             return "I cannot decide."  # also on the repair turn
         if is_repair(messages):
-            return json.dumps({"reason": "fixed", "verdict": "yes"})
-        return json.dumps({"reason": "r", "verdict": "maybe"})
+            return json.dumps({"verdict": "yes", "reason": "fixed"})
+        return json.dumps({"verdict": "maybe", "reason": "r"})
 
     server = fake_server(script)
     judge = FaithfulnessJudge(server.client(max_repairs=1), verify="per_statement")
@@ -177,10 +184,10 @@ def test_weighted_score_is_mean_p_yes(fake_server):
         if "Split the ANSWER" in user:
             return json.dumps({"statements": ["Paris is big.", "Rome is old."]})
         yes = "Paris" in "".join(_between(user, "STATEMENT"))
-        prefix = '{"reason": "r", "verdict": "'
+        prefix, tail = '{"verdict": "', '", "reason": "r"}'
         word = "yes" if yes else "no"
         alts = {"yes": 0.8, "no": 0.2} if yes else {"no": 0.9, "yes": 0.1}
-        return prefix + word + '"}', [(prefix, {prefix: 1.0}), (word, alts), ('"}', {'"}': 1.0})]
+        return prefix + word + tail, [(prefix, {prefix: 1.0}), (word, alts), (tail, {tail: 1.0})]
 
     server = fake_server(script)
     judge = FaithfulnessJudge(server.client(), use_logprobs=True, verify="per_statement")
@@ -247,10 +254,10 @@ def _batched_with_logprobs(p_yes: list[float]):
             return json.dumps({"statements": [f"Claim {k}." for k in range(len(p_yes))]})
         text, tokens = '{"verdicts": [', [('{"verdicts": [', {'{"verdicts": [': 1.0})]
         for k, p in enumerate(p_yes):
-            head = ('' if k == 0 else ', ') + '{"reason": "r", "verdict": "'
+            head, tail = ('' if k == 0 else ', ') + '{"verdict": "', '", "reason": "r"}'
             word = "yes" if p >= 0.5 else "no"
-            text += head + word + '"}'
-            tokens += [(head, {head: 1.0}), (word, {"yes": p, "no": 1 - p}), ('"}', {'"}': 1.0})]
+            text += head + word + tail
+            tokens += [(head, {head: 1.0}), (word, {"yes": p, "no": 1 - p}), (tail, {tail: 1.0})]
         text += "]}"
         tokens.append(("]}", {"]}": 1.0}))
         return text, tokens
@@ -273,3 +280,13 @@ def test_verify_statements_is_public_and_reads_probabilities(fake_server):
     assert [v.verdict for v in verdicts] == [False, True]
     assert [v.p_supported for v in verdicts] == pytest.approx([0.2, 0.8])
     assert all(v.reason == "r" and v.window == 1 for v in verdicts)
+
+
+def test_verdict_is_decoded_before_its_reason():
+    # a verdict written after its reason reads P(yes) ~ 1 whatever the claim: the schema (which
+    # grammar-constrained decoding follows) and both prompts must put the verdict first
+    assert list(VerdictReply.model_json_schema()["properties"]) == ["verdict", "reason"]
+    item = verdicts_schema(2).model_json_schema()["$defs"]["VerdictReply"]
+    assert list(item["properties"]) == ["verdict", "reason"]
+    for system in (VERIFY_SYSTEM, VERIFY_BATCH_SYSTEM):
+        assert system.index('"verdict"') < system.index('"reason"')
