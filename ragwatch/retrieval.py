@@ -603,13 +603,13 @@ def evaluate_retrieval(
             expected=expected, retrieved=retrieved, rank_unit=unit, unmatched_labels=unmatched_values,
             relevant_at=[i + 1 for i, g in enumerate(judgement.gains) if g > 0],
         ))
-        detail = {"first_relevant_rank": rank}  # one dict per question, shared by its metrics' items
         for name in names:
-            # measures are finite floats by construction: skip re-validating thousands of items
+            # measures are finite floats by construction: skip re-validating thousands of items. No
+            # per-item details: every (mode, measure) holds one item per question, and the question's
+            # ranks are in `per_question` once, so the metrics artifact stays compact.
             items[name].append(ItemScore.model_construct(
                 item_id=sample.id, score=measures[name], error=None,
-                passed=measures[name] > 0 if name.startswith("hit_rate") else None,
-                details=detail,
+                passed=measures[name] > 0 if name.startswith("hit_rate") else None, details={},
             ))
     warnings = []
     if corpus is not None:
