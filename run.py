@@ -13,7 +13,8 @@
 resolve against that file's directory; reports go to reports/ under the current directory (or the
 config's `reports_dir`). Without --config the bundled configs/ of the checkout are used.
 
-Exit codes: 0 success, 1 the promotion gate found a regression, 2 bad input or configuration.
+Exit codes: 0 success, 1 the gate did not promote (a regression, or a hold under gate.inconclusive),
+2 bad input or configuration.
 """
 
 from __future__ import annotations
