@@ -18,7 +18,9 @@ def test_second_ingest_reuses_vectors_of_unchanged_files(tmp_path: Path, tiny_co
     corpus = tmp_path / "corpus"
     shutil.copytree(tiny_corpus, corpus)
     config = write_config(tmp_path / "cfg", corpus)
-    first = Client().get_pipeline_run(run_pipeline("ingest", config).run.id)
+    # Uncached, so that this run's index is the newest `rag_index` even when an earlier test of the
+    # session ingested the same files (a cache hit would leave another test's index the newest).
+    first = Client().get_pipeline_run(run_pipeline("ingest", config, enable_cache=False).run.id)
     first_index = first.steps["build_index"].outputs["rag_index"][0].load()
 
     edited = corpus / "component-guide" / "orchestrators" / "local.md"
