@@ -501,6 +501,13 @@ def _compare_metric(name: str, new: MetricResult, old: MetricResult, thresholds:
         before = "as before" if constant_value(old) is not None else "it varied in the old run"
         _add_note(row, f"constant judge ({_num(row.constant_value)} on every item; {before}): not gated")
         return row
+    if row.basis != "labelled" and row.method == "paired" and len(common) == len(new_values) == len(old_values) and all(
+        new_scores[i] == old_scores[i] for i in common
+    ):
+        # The same score on every item of both runs: no change to measure, whatever n is.
+        row.verdict = "unchanged"
+        _add_note(row, f"identical on all {len(common)} paired items")
+        return row
     if not enough:
         row.verdict = "inconclusive"
         _add_note(row, "fewer than 2 items: no interval")

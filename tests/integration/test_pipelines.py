@@ -63,4 +63,4 @@ def test_full_pipeline_with_tiny_model_tracks_everything(tmp_path: Path, tiny_co
     rerun = Client().get_pipeline_run(again.run.id)
     assert rerun.steps["generate_answers"].status == "cached"
     assert "judges" in rerun.run_metadata and "gate" in rerun.run_metadata
-    assert again.gate.promote
+    assert again.gate.promote, again.gate.reasons

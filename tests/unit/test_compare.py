@@ -340,3 +340,16 @@ def test_human_labels_decide_when_both_runs_have_them():
     # labels in one run only: the judge's interval decides, and the row says why
     one = compare_runs({"correctness": new}, {"correctness": result("correctness", BASE, info=JUDGE)})
     assert one.row("correctness").basis == "judge" and "one run only" in one.row("correctness").note
+
+
+def test_identical_scores_on_every_paired_item_are_unchanged_at_any_n():
+    # one item, the same score in both runs: nothing changed, so the min_n rule has nothing to hold
+    th = GateThresholds(default_allowed_drop=0.0, gated_metrics=["e2e_failure_rate"], inconclusive="min_n", min_n=30)
+    same = result("e2e_failure_rate", [1.0], info=MetricInfo(direction="lower", binary=True))
+    cmp = compare_runs({"e2e_failure_rate": same}, {"e2e_failure_rate": same}, thresholds=th)
+    assert cmp.row("e2e_failure_rate").verdict == "unchanged"
+    assert gate_decision(cmp, th).promote
+    # one item that did change stays undecided and holds below min_n
+    worse = result("e2e_failure_rate", [0.0], info=MetricInfo(direction="lower", binary=True))
+    held = gate_decision(compare_runs({"e2e_failure_rate": same}, {"e2e_failure_rate": worse}, thresholds=th), th)
+    assert not held.promote and held.status == "hold"
