@@ -54,7 +54,7 @@ def judge_probabilities(
 ) -> tuple[list[float | None], list[str | None]]:
     """P(supported) per item through the product's judge, or the reason it has none.
 
-    `auto`: the faithfulness judge's statement verification (reason, then verdict) where items have
+    `auto`: the faithfulness judge's statement verification (verdict, then reason) where items have
     contexts, else the support judge (verdict first, P(yes) read before any reasoning).
     """
     if judge not in ("auto", "faithfulness", "support"):

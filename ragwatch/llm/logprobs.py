@@ -137,7 +137,7 @@ def _p_yes(tok: TokenLogprob | None) -> float | None:
 def yes_probabilities_at(gen: Generation, *, json_key: str = "verdict") -> list[float | None]:
     """P(yes) / (P(yes) + P(no)) at every `json_key` value of the reply, in order of appearance.
 
-    A batched reply `{"verdicts": [{"reason": ..., "verdict": "yes"}, ...]}` gives one probability
+    A batched reply `{"verdicts": [{"verdict": "yes", "reason": ...}, ...]}` gives one probability
     per statement; a position whose alternatives hold neither yes nor no gives None.
     """
     return [_p_yes(tok) for tok in _value_tokens(gen, _json_value_pattern(json_key))]
