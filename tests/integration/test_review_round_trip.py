@@ -89,6 +89,9 @@ def test_round_trip_bad_files_and_accumulation(config: Path, tmp_path: Path, cap
     estimate = run.run_metadata["human_labels"]["metrics"]["correctness"]
     assert estimate["n_labels"] == 3 and estimate["score"] == pytest.approx((5 + 2 + 4) / 3)  # every item labelled
     assert run.model_version.run_metadata["human_labels"]["metrics"]["correctness"]["n_labels"] == 3
+    assert cli.main(["calibrate", "--labels"]) == 0
+    table = capsys.readouterr().out
+    assert "| correctness | graded | 3 | Spearman |" in table and "weighted kappa" in table
     metrics = run.steps["attach_human_labels"].outputs["labelled_judge_metrics"][0].load().metrics
     assert metrics["correctness"].labelled.method == "ppi++"
     assert metrics["similarity"].labelled is None
