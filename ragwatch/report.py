@@ -35,6 +35,8 @@ from ragwatch.summary import (
     HeadlineRow,
     ReportSettings,
     delta_interval,
+    fmt_num,
+    fmt_signed,
     gate_label,
     headline_rows,
     judge_warnings,
@@ -158,7 +160,7 @@ def build_markdown_summary(
     lines += ["## All metrics", "", "| metric | score | weighted | 95% CI | scored | failed |",
               "|---|---|---|---|---|---|"]
     for name, m in metrics.items():
-        lines.append(f"| {_md(name)} | {_num(m.score)} | {_num(_weighted(m))} | {_ci(m)} | {m.n_scored} | "
+        lines.append(f"| {_md(name)} | {fmt_num(m.score)} | {fmt_num(_weighted(m))} | {_ci(m)} | {m.n_scored} | "
                      f"{m.n_failed} |")
     failing = {n: m for n, m in metrics.items() if m.n_failed}
     lines.append("")
@@ -181,9 +183,9 @@ def build_markdown_summary(
         lines.append(counts or "no common metrics")
         for r in cmp.rows:
             if r.verdict in ("regressed", "improved", "not_comparable"):
-                interval = f"[{_signed(r.diff_low)}, {_signed(r.diff_high)}]"
-                lines.append(f"- **{r.verdict}** {_md(r.metric)}: {_num(r.old_score)} -> {_num(r.new_score)} "
-                             f"(diff {_signed(r.diff)}, 95% CI {interval})")
+                interval = f"[{fmt_signed(r.diff_low)}, {fmt_signed(r.diff_high)}]"
+                lines.append(f"- **{r.verdict}** {_md(r.metric)}: {fmt_num(r.old_score)} -> {fmt_num(r.new_score)} "
+                             f"(diff {fmt_signed(r.diff)}, 95% CI {interval})")
         lines.append("")
     return "\n".join(lines).rstrip() + "\n"
 
@@ -246,11 +248,11 @@ def _headline_table(rows: list[HeadlineRow], labels: list[str]) -> str:
         if m is None:
             cells = '<td colspan="3" class="hint">not measured in this run</td>'
         else:
-            weighted = f' <span class="hint">(weighted {_num(r.weighted)})</span>' if r.weighted is not None else ""
+            weighted = f' <span class="hint">(weighted {fmt_num(r.weighted)})</span>' if r.weighted is not None else ""
             if (labelled := labelled_text(m)) is not None:
                 weighted += f' <span class="hint">{_e(labelled)}</span>'
             failed = f' <span class="warn">{m.n_failed} failed</span>' if m.n_failed else ""
-            cells = (f'<td class="num">{_num(m.score)}{weighted}</td><td class="num">{_ci(m)}</td>'
+            cells = (f'<td class="num">{fmt_num(m.score)}{weighted}</td><td class="num">{_ci(m)}</td>'
                      f'<td class="num">{m.n_scored}{failed}</td>')
         for label in labels:
             d = r.deltas[label]
@@ -269,7 +271,7 @@ def _all_metrics_section(metrics: Mapping[str, MetricResult], thresholds: GateTh
         failed = f'<td class="num{" warn" if m.n_failed else ""}">{m.n_failed}</td>'
         rows.append(
             f"<tr><td>{_e(name)}</td><td>{_e(metric_family(name, m))}</td>"
-            f'<td class="num">{_num(m.score)}</td><td class="num">{_num(_weighted(m))}</td>'
+            f'<td class="num">{fmt_num(m.score)}</td><td class="num">{fmt_num(_weighted(m))}</td>'
             f'<td class="num">{_ci(m)}</td>'
             f'<td class="num">{m.n_scored}</td>{failed}<td title="better">{direction}</td></tr>'
         )
@@ -547,7 +549,7 @@ def _item_card(row: pd.Series, columns: list[str], metrics: Mapping[str, MetricR
         number = pd.to_numeric(value, errors="coerce") if value is not None else None
         if number is None or pd.isna(number):
             continue
-        chips.append(f'<span class="chip">{_e(col)}: {_num(float(number))}</span>')
+        chips.append(f'<span class="chip">{_e(col)}: {fmt_num(float(number))}</span>')
         reason = _cell(row.get(f"{col}__reason"))
         if reason:
             reasons.append(f"<li><b>{_e(col)}</b>: {_e(_short(str(reason), _MAX_TEXT))}</li>")
@@ -610,7 +612,7 @@ def _frame_html(frame: pd.DataFrame) -> str:
         cells = []
         for value in row:
             if isinstance(value, float | np.floating):
-                cells.append(f'<td class="num">{_num(float(value)) if math.isfinite(value) else "-"}</td>')
+                cells.append(f'<td class="num">{fmt_num(float(value)) if math.isfinite(value) else "-"}</td>')
             else:
                 cells.append(f"<td>{_e(str(value))}</td>")
         body.append(f"<tr>{''.join(cells)}</tr>")
@@ -653,17 +655,7 @@ def _weighted(m: MetricResult) -> float | None:
 
 
 def _ci(m: MetricResult) -> str:
-    return "-" if m.ci_low is None or m.ci_high is None else f"[{_num(m.ci_low)}, {_num(m.ci_high)}]"
-
-
-def _num(x: float | None) -> str:
-    if x is None:
-        return "-"
-    return f"{x:.1f}" if abs(x) >= 100 else f"{x:.3f}"
-
-
-def _signed(x: float | None) -> str:
-    return "-" if x is None else (f"{x:+.1f}" if abs(x) >= 100 else f"{x:+.3f}")
+    return "-" if m.ci_low is None or m.ci_high is None else f"[{fmt_num(m.ci_low)}, {fmt_num(m.ci_high)}]"
 
 
 def _short(text: str, limit: int) -> str:

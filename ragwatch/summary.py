@@ -196,9 +196,9 @@ def summary_markdown(metrics: Mapping[str, MetricResult], comparisons: Mapping[s
 def _value(row: HeadlineRow) -> str:
     if row.result is None:
         return "not measured"
-    text = _num(row.result.score)
+    text = fmt_num(row.result.score)
     if row.weighted is not None:
-        text += f" (weighted {_num(row.weighted)})"
+        text += f" (weighted {fmt_num(row.weighted)})"
     if (labelled := labelled_text(row.result)) is not None:
         text += f" ({labelled})"
     return text
@@ -209,13 +209,13 @@ def labelled_text(m: MetricResult) -> str | None:
     e = m.labelled
     if e is None:
         return None
-    return f"with human labels {_num(e.score)} [{_num(e.ci_low)}, {_num(e.ci_high)}], {e.n_labels} labels"
+    return f"with human labels {fmt_num(e.score)} [{fmt_num(e.ci_low)}, {fmt_num(e.ci_high)}], {e.n_labels} labels"
 
 
 def _ci(m: MetricResult | None) -> str:
     if m is None or m.ci_low is None or m.ci_high is None:
         return "-"
-    return f"[{_num(m.ci_low)}, {_num(m.ci_high)}]"
+    return f"[{fmt_num(m.ci_low)}, {fmt_num(m.ci_high)}]"
 
 
 def _n(m: MetricResult | None) -> str:
@@ -227,21 +227,23 @@ def _n(m: MetricResult | None) -> str:
 def delta_interval(d: Delta) -> str:
     if d.diff is None:
         return ""
-    interval = f" [{_signed(d.low)}, {_signed(d.high)}]" if d.low is not None else ""
-    return f"{_signed(d.diff)}{interval}" + (" (human labels)" if d.basis == "labelled" else "")
+    interval = f" [{fmt_signed(d.low)}, {fmt_signed(d.high)}]" if d.low is not None else ""
+    return f"{fmt_signed(d.diff)}{interval}" + (" (human labels)" if d.basis == "labelled" else "")
 
 
 def _delta_text(d: Delta) -> str:
     return f"{delta_interval(d)} {d.verdict}".strip()
 
 
-def _num(x: float | None) -> str:
+def fmt_num(x: float | None) -> str:
+    """A figure for tables: 3 decimals, 1 above 100, '-' when missing."""
     if x is None:
         return "-"
     return f"{x:.1f}" if abs(x) >= 100 else f"{x:.3f}"
 
 
-def _signed(x: float | None) -> str:
+def fmt_signed(x: float | None) -> str:
+    """`fmt_num` with a sign, for differences."""
     return "-" if x is None else (f"{x:+.1f}" if abs(x) >= 100 else f"{x:+.3f}")
 
 
