@@ -65,3 +65,37 @@ def test_perplexity_is_finite_and_lower_for_natural_text(client):
     natural, shuffled = client.perplexity(text), client.perplexity(" ".join(words))
     assert math.isfinite(natural) and math.isfinite(shuffled) and natural > 1.0
     assert natural < shuffled
+
+
+def test_greedy_grammar_shortcut_decodes_exactly_like_the_full_grammar_check():
+    """The top-token grammar test must give the stock sampler's replies and logprobs, token for token."""
+    pytest.importorskip("llama_cpp")
+    from llama_cpp import Llama, LogitsProcessorList
+
+    from ragwatch.llm.local import _greedy_grammar_class, _LogprobRecorder
+    from ragwatch.llm.models import model_path
+
+    schema = {"type": "object", "required": ["verdicts"], "properties": {"verdicts": {
+        "type": "array", "minItems": 2, "maxItems": 2, "items": {
+            "type": "object", "required": ["verdict", "reason"],
+            "properties": {"verdict": {"enum": ["yes", "no"]}, "reason": {"type": "string", "maxLength": 60}}}}}}
+    prompts = ["Is 4 even? Is 9 even? Give two verdicts as JSON.",
+               "Statement 1: water is wet. Statement 2: fire is cold. Verdicts as JSON with reasons.",
+               "Reply with JSON: two verdicts about whether cats bark."]
+    replies = {}
+    for name, cls in (("stock", Llama), ("shortcut", _greedy_grammar_class(Llama))):
+        llm = cls(model_path=str(model_path(MODEL.removeprefix("local/"))), n_ctx=1024, n_threads=2, verbose=False)
+        try:
+            out = []
+            for prompt in prompts:
+                recorder = _LogprobRecorder(llm, 3)
+                result = llm.create_chat_completion(
+                    messages=[{"role": "user", "content": prompt}], temperature=0, max_tokens=96,
+                    response_format={"type": "json_object", "schema": schema},
+                    logits_processor=LogitsProcessorList([recorder]))
+                out.append((result["choices"][0]["message"]["content"], [t["logprob"] for t in recorder.tokens]))
+            replies[name] = out
+        finally:
+            llm.close()
+    assert replies["shortcut"] == replies["stock"]
+    assert all(text.startswith("{") and logprobs for text, logprobs in replies["stock"])
