@@ -278,6 +278,23 @@ def _pieces(text: str, start: int, end: int, count: TokenCounter, budget: int) -
     return pieces
 
 
+_LIST_MARKER = re.compile(r"^\s*(?:[-*+\u2022]|\d{1,3}[.)])\s+")
+
+
+def split_sentences(text: str) -> list[str]:
+    """The sentences of `text`, with the chunker's own rule (lines and list items count as breaks).
+
+    Example:
+        >>> split_sentences("ZenML runs pipelines. It tracks artifacts!\n- Steps are cached")
+        ['ZenML runs pipelines.', 'It tracks artifacts!', 'Steps are cached']
+    """
+    sentences = []
+    for line in text.splitlines():
+        line = _LIST_MARKER.sub("", line).strip()
+        sentences += [s.strip() for s in _SENTENCE_END.split(line) if s.strip()]
+    return sentences
+
+
 def _spans_between(text: str, sep: re.Pattern[str], start: int, end: int) -> list[tuple[int, int]]:
     """Non-blank spans of text[start:end] between matches of `sep`, trimmed of surrounding space."""
     spans = []

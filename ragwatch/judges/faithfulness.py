@@ -1,12 +1,15 @@
 """Faithfulness, statement by statement: is every claim of the answer supported by the retrieved contexts?
 
-Stage 1 splits each answer into at most `max_statements` standalone statements (one batch).
-Stage 2 verifies the statements against the contexts. `verify: batched` (default) checks all
-statements of an answer in ONE call per context window (the reply lists a verdict, then a short reason,
-per statement); `verify: per_statement` makes one call per statement. Contexts longer than the judge's
-window (`max_context_tokens`, ~4 characters per token) are never truncated: they are cut into windows
-and checked by create-and-refine: window 1 first; statements not yet supported are checked against
-window 2 together with their previous verdict, and so on (one stage per window).
+Stage 1 splits each answer into at most `max_statements` statements: `statements: llm` asks the judge
+for standalone claims (one call per answer, as ragas does); `statements: sentences` takes the answer's
+sentences (no call; what a small local judge splits well, and the verifier is told the question so
+that "it" and "this" can be resolved). Stage 2 verifies the statements against the contexts.
+`verify: batched` (default) checks all statements of an answer in ONE call per context window (the reply
+lists a verdict, then a short reason, per statement); `verify: per_statement` makes one call per
+statement. Contexts longer than the judge's window (`max_context_tokens`, ~4 characters per token) are
+never truncated: they are cut into windows and checked by create-and-refine: window 1 first; statements
+not yet supported are checked against window 2 together with their previous verdict, and so on (one
+stage per window).
 With logprobs, P(supported) of each statement is read at its verdict token, and the verdict is
 P(supported) >= `support_threshold` (default: the threshold the model registry declares for the judge
 model, else 0.5); without logprobs it is the greedy verdict. Item score = supported / total
@@ -33,6 +36,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field, StringConstraints, create_model
 
+from ragwatch.chunking import split_sentences
 from ragwatch.judges.base import DATA_RULE, FewShotExample, answer_error, fence, generation_error, to_json
 from ragwatch.judges.engine import Call, LLMJudge, Plan, Score, drive, gather, mean, model_name
 from ragwatch.judges.registry import JudgeDeps, JudgeOptions, register_judge
@@ -40,9 +44,11 @@ from ragwatch.llm.logprobs import yes_probabilities_at
 from ragwatch.results import MetricInfo
 from ragwatch.types import EvalSample, RagAnswer
 
-PROMPT_VERSION = "faithfulness-v3"  # v3: verdict before reason; v2: batched verification
+PROMPT_VERSION = "faithfulness-v4"  # v4: the question in verification; v3: verdict first; v2: batched
 DEFAULT_SUPPORT_THRESHOLD = 0.5
 VerifyMode = Literal["batched", "per_statement"]
+StatementSource = Literal["llm", "sentences"]
+MIN_STATEMENT_WORDS = 4  # shorter sentence pieces ("Use e.g.") join their neighbour
 CHARS_PER_TOKEN = 4
 STATEMENT_CHARS = 300
 REASON_CHARS = 400
@@ -124,12 +130,21 @@ def split_prompt(question: str, answer: str) -> str:
     )
 
 
+def _question_note(question: str | None) -> list[str]:
+    if not question:
+        return []
+    return [fence("QUESTION", question),
+            "The statements below come from an answer to the QUESTION; use it only to tell what they refer to."]
+
+
 def verify_prompt(
-    statement: str, window: list[str], index: int, total: int, previous: tuple[str, str] | None
+    statement: str, window: list[str], index: int, total: int, previous: tuple[str, str] | None,
+    question: str | None = None,
 ) -> str:
     """The verification prompt for one window; from window 2 on it carries the previous verdict."""
     label = f"CONTEXT PART {index + 1} OF {total}" if total > 1 else "CONTEXT"
     parts = [fence(f"{label} PASSAGE {k}", text) for k, text in enumerate(window, start=1)]
+    parts += _question_note(question)
     parts.append(fence("STATEMENT", statement))
     if previous is None:
         parts.append("Is the STATEMENT supported by the CONTEXT? Reply with the JSON object only.")
@@ -150,10 +165,12 @@ def verify_batch_prompt(
     index: int,
     total: int,
     previous: Sequence[tuple[str, str] | None] = (),
+    question: str | None = None,
 ) -> str:
     """All statements against one window; from window 2 on each carries its previous verdict."""
     label = f"CONTEXT PART {index + 1} OF {total}" if total > 1 else "CONTEXT"
     parts = [fence(f"{label} PASSAGE {k}", text) for k, text in enumerate(window, start=1)]
+    parts += _question_note(question)
     for k, statement in enumerate(statements, start=1):
         parts.append(fence(f"STATEMENT {k}", statement))
         earlier = previous[k - 1] if k - 1 < len(previous) else None
@@ -284,7 +301,7 @@ class Verifier:
     def windows(self, contexts: Sequence[str]) -> list[list[str]]:
         return context_windows(contexts, self.max_context_chars)
 
-    def plan(self, contexts: Sequence[str], statements: Sequence[str]) -> Plan:
+    def plan(self, contexts: Sequence[str], statements: Sequence[str], question: str | None = None) -> Plan:
         """Create-and-refine: one stage per window, only statements not yet supported go on."""
         checks = [_Check(s) for s in statements]
         windows = self.windows(contexts)
@@ -296,7 +313,8 @@ class Verifier:
             # with logprobs, even where the greedy token said yes)
             previous = [("no", c.reason) if c.greedy is not None else None for c in pending]
             if self.verify == "batched":
-                prompt = verify_batch_prompt([c.statement for c in pending], window, w, len(windows), previous)
+                prompt = verify_batch_prompt([c.statement for c in pending], window, w, len(windows), previous,
+                                             question)
                 (gen,) = yield [Call([*self.batch_examples, {"role": "user", "content": prompt}],
                                      verdicts_schema(len(pending)), VERIFY_BATCH_SYSTEM, self.use_logprobs)]
                 if not gen.ok or gen.parsed is None:
@@ -311,7 +329,7 @@ class Verifier:
             else:
                 gens = yield [
                     Call([*self.single_examples, {"role": "user", "content": verify_prompt(
-                        c.statement, window, w, len(windows), prev)}], VerdictReply, VERIFY_SYSTEM,
+                        c.statement, window, w, len(windows), prev, question)}], VerdictReply, VERIFY_SYSTEM,
                         self.use_logprobs)
                     for c, prev in zip(pending, previous, strict=True)
                 ]
@@ -378,7 +396,28 @@ def verify_statements(
     )[0]
 
 
+def answer_statements(answer: str, max_statements: int) -> list[str]:
+    """The answer's sentences as statements: short pieces join a neighbour, and past
+    `max_statements` consecutive sentences are grouped so that none is dropped."""
+    pieces: list[str] = []
+    for sentence in split_sentences(answer):
+        if pieces and (len(sentence.split()) < MIN_STATEMENT_WORDS or len(pieces[-1].split()) < MIN_STATEMENT_WORDS):
+            pieces[-1] = f"{pieces[-1]} {sentence}"
+        else:
+            pieces.append(sentence)
+    if len(pieces) <= max_statements:
+        return pieces
+    size, extra = divmod(len(pieces), max_statements)
+    groups, start = [], 0
+    for g in range(max_statements):
+        end = start + size + (g < extra)
+        groups.append(" ".join(pieces[start:end]))
+        start = end
+    return groups
+
+
 class FaithfulnessOptions(JudgeOptions):
+    statements: StatementSource = "llm"
     max_statements: int = Field(default=8, ge=1, le=50)
     max_context_tokens: int = Field(default=1500, ge=50)
     verify: VerifyMode = "batched"
@@ -394,6 +433,7 @@ class FaithfulnessJudge(LLMJudge):
         self,
         llm: Any,
         *,
+        statements: StatementSource = "llm",
         max_statements: int = 8,
         max_context_tokens: int = 1500,
         verify: VerifyMode = "batched",
@@ -404,6 +444,9 @@ class FaithfulnessJudge(LLMJudge):
     ) -> None:
         if max_statements < 1:
             raise ValueError(f"max_statements must be >= 1, got {max_statements}")
+        if statements not in ("llm", "sentences"):
+            raise ValueError(f"statements must be 'llm' or 'sentences', not {statements!r}")
+        self.statements = statements
         self.metrics = {name: MetricInfo(scale=(0.0, 1.0), prompt_version=PROMPT_VERSION,
                                          description="fraction of the answer's statements the contexts support")}
         self.llm = llm
@@ -440,6 +483,7 @@ class FaithfulnessJudge(LLMJudge):
     def details(self, metric: str) -> dict[str, Any]:
         return {
             **super().details(metric),
+            "statements_from": self.statements,
             "max_statements": self.max_statements,
             "max_context_tokens": self.verifier.max_context_chars // CHARS_PER_TOKEN,
             "verify": self.verifier.verify,
@@ -447,21 +491,26 @@ class FaithfulnessJudge(LLMJudge):
         }
 
     def plan(self, sample: EvalSample, answer: RagAnswer) -> Plan:
-        """Split (one call), then verify over the context windows."""
+        """Split (one call, or the answer's sentences), then verify over the context windows."""
         if (err := answer_error(answer)) is not None:
             return Score(error=err)
         if not answer.answer.strip():
             return Score(error="empty answer: no statements to verify")
         if not answer.contexts:
             return Score(error="no retrieved contexts to verify against")
-        messages = [*self.split_examples, {"role": "user", "content": split_prompt(sample.question, answer.answer)}]
-        (gen,) = yield [Call(messages, self.schema, SPLIT_SYSTEM.format(n=self.max_statements))]
-        if not gen.ok or gen.parsed is None:
-            return Score(error=f"splitting the answer into statements: {generation_error(gen)}")
-        statements = [s.strip() for s in gen.parsed.statements if s.strip()]
+        if self.statements == "sentences":
+            statements = answer_statements(answer.answer, self.max_statements)
+        else:
+            messages = [*self.split_examples,
+                        {"role": "user", "content": split_prompt(sample.question, answer.answer)}]
+            (gen,) = yield [Call(messages, self.schema, SPLIT_SYSTEM.format(n=self.max_statements))]
+            if not gen.ok or gen.parsed is None:
+                return Score(error=f"splitting the answer into statements: {generation_error(gen)}")
+            statements = [s.strip() for s in gen.parsed.statements if s.strip()]
         if not statements:
             return Score(error="the judge found no statements in the answer")
-        verdicts, n_windows = yield from self.verifier.plan([c.text for c in answer.contexts], statements)
+        verdicts, n_windows = yield from self.verifier.plan([c.text for c in answer.contexts], statements,
+                                                            sample.question)
         return self.score(verdicts, n_windows)
 
     def score(self, verdicts: list[StatementVerdict], n_windows: int) -> Score:
@@ -494,6 +543,7 @@ class FaithfulnessJudge(LLMJudge):
 def build(options: FaithfulnessOptions, deps: JudgeDeps) -> FaithfulnessJudge:
     return FaithfulnessJudge(
         deps.llm,
+        statements=options.statements,
         max_statements=options.max_statements,
         max_context_tokens=options.max_context_tokens,
         verify=options.verify,

@@ -290,3 +290,45 @@ def test_verdict_is_decoded_before_its_reason():
     assert list(item["properties"]) == ["verdict", "reason"]
     for system in (VERIFY_SYSTEM, VERIFY_BATCH_SYSTEM):
         assert system.index('"verdict"') < system.index('"reason"')
+
+
+def test_sentence_statements_make_one_call_per_item_and_tell_the_verifier_the_question(fake_server):
+    server = fake_server(oracle)
+    judge = FaithfulnessJudge(server.client(), statements="sentences")
+    result = judge.evaluate(
+        [sample(1), sample(2)],
+        [answer("Paris is the capital. Paris has the Louvre.\n- Berlin is large and old.",
+                contexts=["Paris: capital, Louvre."]),
+         answer("Paris is the capital.", contexts=["Paris is the capital of France."])],
+    )
+    no_nan(result)
+    assert result.details["usage"]["calls"] == 2  # no split call: one verification per item
+    assert result.items[0].details["statements"] == [
+        "Paris is the capital.", "Paris has the Louvre.", "Berlin is large and old."]
+    assert [it.score for it in result.items] == [pytest.approx(2 / 3), 1.0]
+    users = [last_user(r["messages"]) for r in server.requests]
+    assert all("Split the ANSWER" not in u for u in users)
+    assert _between(users[0], "QUESTION") == ["Question 1: what is the capital of France?"]
+    assert result.details["statements_from"] == "sentences"
+
+
+def test_verification_without_a_question_keeps_the_measured_prompt():
+    """`verify_statements` (what benchmarks/judge_choice.py measures) sends no QUESTION block."""
+    from ragwatch.judges.faithfulness import verify_batch_prompt
+
+    prompt = verify_batch_prompt(["The mayor resigned."], ["An article."], 0, 1)
+    assert "QUESTION" not in prompt and "STATEMENT 1" in prompt
+
+
+@pytest.mark.parametrize(("text", "limit", "expected"), [
+    ("Use e.g. the CLI. Version 0.60.0 works fine here.", 8, ["Use e.g. the CLI.", "Version 0.60.0 works fine here."]),
+    ("One two three four. Five six seven eight. Nine ten eleven twelve.", 2,
+     ["One two three four. Five six seven eight.", "Nine ten eleven twelve."]),
+    ("1. Install the integration first\n2. Register the stack component", 4,
+     ["Install the integration first", "Register the stack component"]),
+    ("   ", 4, []),
+])
+def test_answer_sentences_as_statements(text, limit, expected):
+    from ragwatch.judges.faithfulness import answer_statements
+
+    assert answer_statements(text, limit) == expected
