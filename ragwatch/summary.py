@@ -144,8 +144,10 @@ def judge_warnings(metrics: Mapping[str, MetricResult]) -> list[str]:
             warnings.append(f"{name}: every one of {m.n_scored} items got {value:g}; the judge measures nothing "
                             "here and does not gate.")
         if m.labelled is None:
-            warnings.append(f"{name}: agreement with human labels is unknown (no labelled items): treat its "
-                            "score as the judge's opinion, not a measurement.")
+            measured = m.details.get("judge_measured")
+            elsewhere = f" Its judge model was measured {measured}." if measured else ""
+            warnings.append(f"{name}: agreement with human labels on this data is unknown (no labelled items): "
+                            f"treat its score as the judge's opinion, not a measurement.{elsewhere}")
         elif m.score is not None and not m.labelled.ci_low <= m.score <= m.labelled.ci_high:
             warnings.append(f"{name}: the judge says {m.score:.3f}, human labels say {m.labelled.score:.3f} "
                             f"[{m.labelled.ci_low:.3f}, {m.labelled.ci_high:.3f}] ({m.labelled.n_labels} labels): "

@@ -481,6 +481,8 @@ class FaithfulnessJudge(LLMJudge):
                                  support_threshold=self.support_threshold, examples=examples)
 
     def details(self, metric: str) -> dict[str, Any]:
+        from ragwatch.llm.models import measured_agreement_of
+
         return {
             **super().details(metric),
             "statements_from": self.statements,
@@ -488,6 +490,7 @@ class FaithfulnessJudge(LLMJudge):
             "max_context_tokens": self.verifier.max_context_chars // CHARS_PER_TOKEN,
             "verify": self.verifier.verify,
             "support_threshold": self.support_threshold if self.use_logprobs else None,
+            "judge_measured": measured_agreement_of(model_name(self.llm)),
         }
 
     def plan(self, sample: EvalSample, answer: RagAnswer) -> Plan:

@@ -353,3 +353,19 @@ def test_identical_scores_on_every_paired_item_are_unchanged_at_any_n():
     worse = result("e2e_failure_rate", [0.0], info=MetricInfo(direction="lower", binary=True))
     held = gate_decision(compare_runs({"e2e_failure_rate": same}, {"e2e_failure_rate": worse}, thresholds=th), th)
     assert not held.promote and held.status == "hold"
+
+
+def test_an_unlabelled_judge_warning_cites_its_models_measured_agreement():
+    from ragwatch.judges.faithfulness import FaithfulnessJudge
+    from ragwatch.summary import judge_warnings
+
+    class Client:
+        settings = type("S", (), {"model": "local/qwen2.5-coder-1.5b-instruct"})()
+
+    details = FaithfulnessJudge(Client(), use_logprobs=True).details("faithfulness")
+    assert details["support_threshold"] == 0.90 and "ROC AUC 0.77" in details["judge_measured"]
+    faith = result("faithfulness", [1.0, 0.5, 1.0], info=MetricInfo(scale=(0.0, 1.0), prompt_version="v4"), **details)
+    (warning,) = judge_warnings({"faithfulness": faith})
+    assert "unknown (no labelled items)" in warning and "measured on QAGS-XSum claims (n=60" in warning
+    plain = result("faithfulness", [1.0, 0.5, 1.0], info=MetricInfo(scale=(0.0, 1.0), prompt_version="v4"))
+    assert "measured" not in judge_warnings({"faithfulness": plain})[0]

@@ -283,7 +283,7 @@ def test_first_screen_answers_better_or_worse_with_deltas_per_baseline():
     assert ">unchanged<" in faith and "(weighted 0.612)" in faith
     assert "not measured in this run" in headline  # correctness is not in this run
     # warnings: agreement with human labels unknown for the judge
-    assert "agreement with human labels is unknown" in top
+    assert "agreement with human labels on this data is unknown" in top
 
 
 def test_constant_judge_and_poor_agreement_get_a_warning_box():
