@@ -41,8 +41,8 @@ def main() -> int:
 
     embedder = get_embedder(EmbeddingSettings())
     chunks = chunk_documents(load_documents([args.corpus]).documents, ChunkingSettings(), embedder.count_tokens)
-    step = max(1, len(chunks) // (args.n + 1))
-    picked = [c for c in chunks[::step] if len(c.text) > 400][: args.n + 1]
+    long_enough = [c for c in chunks if len(c.text) > 400]
+    picked = long_enough[:: max(1, len(long_enough) // (args.n + 1))][: args.n + 1]
     first_sentence = [c.text.replace("\n", " ").split(". ")[0][:200] for c in picked]
 
     def calls(client: LLMClient, i: int) -> list[tuple[str, float, object]]:
