@@ -311,17 +311,21 @@ def _unsupported_section(metrics: Mapping[str, MetricResult], items: pd.DataFram
         return ""
     questions = _questions(items)
     rows = []
+    cutoff = m.details.get("support_threshold")
     for it in m.items:
         statements, scores = it.details.get("statements") or [], it.details.get("statement_scores") or []
         reasons = it.details.get("reasons") or [""] * len(statements)
-        bad = [(s, r) for s, ok, r in zip(statements, scores, reasons, strict=False) if not ok]
+        probs = it.details.get("statement_yes_probabilities") or [None] * len(statements)
+        # with a cut-off the verdict is P(supported) < cut-off, while the reason is the judge's own text
+        bad = [(s, (f"P(supported) {p:.2f} < {cutoff:.2f}. Judge's reason: " if p is not None and cutoff else "") + r)
+               for s, ok, r, p in zip(statements, scores, reasons, probs, strict=False) if not ok]
         if it.ok and bad:
             rows.append((it.item_id, bad))
     if not rows:
         return "<h2>Unsupported statements</h2><p>Faithfulness found no unsupported statement.</p>"
     html_rows = "".join(
         f"<tr><td>{_e(i)}</td><td>{_e(_short(questions.get(i, ''), 200))}</td><td><ul>"
-        + "".join(f"<li>{_e(s)} <span class=\"hint\">{_e(_short(str(r), 200))}</span></li>" for s, r in bad)
+        + "".join(f"<li>{_e(s)} <span class=\"hint\">{_e(_short(str(r), 260))}</span></li>" for s, r in bad)
         + "</ul></td></tr>" for i, bad in rows[:max_items])
     more = f"<p>… and {len(rows) - max_items} more in the artifact.</p>" if len(rows) > max_items else ""
     return (f"<h2>Unsupported statements ({len(rows)} answers)</h2><table><thead><tr><th>item</th><th>question</th>"

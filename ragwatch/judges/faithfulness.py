@@ -532,7 +532,7 @@ class FaithfulnessJudge(LLMJudge):
             "statement_windows": [v.window for v in verdicts],
             "windows": n_windows,
             "reason": f"{sum(scores)} of {len(scores)} statements supported by the retrieved contexts: "
-            + "; ".join(f"[{'yes' if s else 'no'}] {_short(v.statement, 80)}: {v.reason}"
+            + "; ".join(f"[{_verdict_text(s, v.p_supported)}] {_short(v.statement, 80)}: {v.reason}"
                         for s, v in zip(scores, verdicts, strict=True)),
         }
         probs = [v.p_supported for v in verdicts]
@@ -554,6 +554,12 @@ def build(options: FaithfulnessOptions, deps: JudgeDeps) -> FaithfulnessJudge:
         few_shot=options.few_shot,
         use_logprobs=deps.use_logprobs,
     )
+
+
+def _verdict_text(supported: int, p_supported: float | None) -> str:
+    """"yes"/"no", with P(supported) when the verdict was read from it (the reason is the judge's text)."""
+    verdict = "yes" if supported else "no"
+    return verdict if p_supported is None else f"{verdict}, P(supported) {p_supported:.2f}"
 
 
 def _short(text: str, limit: int = 60) -> str:

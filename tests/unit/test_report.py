@@ -322,6 +322,15 @@ def test_keyword_tests_and_unsupported_statements_are_shown():
     un = page.split("<h2>Unsupported statements (1 answers)</h2>", 1)[1].split("<h2>", 1)[0]
     assert "ZenML runs on Mars." in un and "not in context" in un and "ZenML is Python." not in un
 
+    # a verdict read from P(supported) at a cut-off shows both, apart from the judge's own reason
+    metrics["faithfulness"] = MetricResult.from_items("faithfulness", [ItemScore(
+        item_id="q1", score=0.5, details={"statements": ["ZenML runs on Mars.", "ZenML is Python."],
+                                          "statement_scores": [0, 1], "reasons": ["the context says so", "ok"],
+                                          "statement_yes_probabilities": [0.62, 0.97]})],
+        info=judge_info(), details={"support_threshold": 0.9})
+    un = build_html_report("t", metrics, items).split("<h2>Unsupported statements (1 answers)</h2>", 1)[1]
+    assert "P(supported) 0.62 &lt; 0.90. Judge&#x27;s reason: the context says so" in un.split("<h2>", 1)[0]
+
 
 def test_five_thousand_items_build_quickly_with_capped_sections():
     n = 5000
