@@ -2,7 +2,9 @@
 
 Output redirected to a file or a CI log gets no bar (it would print nothing useful or thousands of
 carriage returns), so there each ~10% step is one line on the `ragwatch.progress` logger, which
-writes to stderr unless the application configured handlers for it.
+writes to stderr unless the application configured handlers for it. A handful of items gets no lines
+unless they are slow (a line at most every `SLOW_LINE_S` seconds): a judge stage of 8 items at 20 s
+each must not look like a hang.
 
 Example:
     >>> with Progress(5000, "judge correctness") as progress:
@@ -24,7 +26,8 @@ from typing import Any
 from tqdm.auto import tqdm
 
 log = logging.getLogger("ragwatch.progress")
-MIN_TOTAL_FOR_LINES = 20  # a handful of calls needs no progress report
+MIN_TOTAL_FOR_LINES = 20  # a handful of calls needs no progress report, unless it is slow
+SLOW_LINE_S = 30.0
 
 
 def _ensure_handler() -> None:
@@ -59,7 +62,9 @@ class Progress:
         self._started = clock()
         self.terminal = sys.stdout.isatty() if terminal is None else terminal
         self._bar: Any = tqdm(total=total, desc=desc, leave=False) if self.terminal else None
-        self._lines = not self.terminal and total >= MIN_TOTAL_FOR_LINES
+        self._lines = not self.terminal
+        self._few = total < MIN_TOTAL_FOR_LINES
+        self._last_line = self._started
         self._next_line_at = max(1, math.ceil(total / 10))
         if self._lines:
             _ensure_handler()
@@ -70,7 +75,11 @@ class Progress:
             self._bar.update(n)
         if not self._lines or self.done < self._next_line_at:
             return
-        elapsed = self._clock() - self._started
+        now = self._clock()
+        if self._few and now - self._last_line < SLOW_LINE_S:
+            return
+        self._last_line = now
+        elapsed = now - self._started
         if self.done >= self.total:
             log.info("%s: %d/%d done in %.0fs", self.desc, self.done, self.total, elapsed)
             self._lines = False

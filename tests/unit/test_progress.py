@@ -30,6 +30,18 @@ def test_no_lines_for_a_few_items_or_on_a_terminal(caplog):
     assert not [r for r in caplog.records if r.name == "ragwatch.progress"]
 
 
+def test_a_few_slow_items_get_a_line_at_most_every_slow_line_interval(caplog):
+    now = [0.0]
+    with (caplog.at_level(logging.INFO, logger="ragwatch.progress"),
+          Progress(8, "judge faithfulness stage 1", terminal=False, clock=lambda: now[0]) as progress):
+        for _ in range(8):
+            now[0] += 20.0  # 20 s per item: 160 s in all
+            progress.update()
+    lines = [r.getMessage() for r in caplog.records if r.name == "ragwatch.progress"]
+    assert lines[0] == "judge faithfulness stage 1: 2/8 (25%) in 40s, about 120s left"
+    assert len(lines) == 4 and lines[-1] == "judge faithfulness stage 1: 8/8 done in 160s"
+
+
 def test_lines_pass_a_root_logger_at_warning(monkeypatch):
     records = []
 
