@@ -23,7 +23,9 @@ lower-is-better metrics such as perplexity or failure rates) and `drop` the allo
   2 items to compare;
 - "constant": an LLM judge that gave every item of the new run the same score: it measures nothing
   there, is flagged and never gates (its difference is still shown);
-- "not_comparable": one run has no scored item of the metric;
+- "not_comparable": one run has no scored item of the metric; or an LLM judge scored the two runs
+  with a different judge model or prompt version (without human labels to bridge them): its difference
+  is still shown, flagged, and does not gate (a judge upgrade must not read as a regression or a gain);
 - "added" / "removed": the metric exists only in the new / only in the old run.
 
 Example:
@@ -350,6 +352,8 @@ def gate_decision(comparison: Comparison | None, thresholds: GateThresholds | No
     for r in comparison.rows:
         if r.constant_value is not None:
             flags.append(_constant_flag(r))
+        if r.verdict == "not_comparable" and r.n_new > 0:
+            flags.append(f"{r.metric}: {r.note}")
         if not thresholds.is_gated(r.metric):
             continue
         diff, low, high = r.decided_interval
@@ -418,6 +422,18 @@ def is_higher_better(name: str, result: MetricResult | None = None, thresholds: 
 def is_judge(result: MetricResult) -> bool:
     """An LLM-judged metric: it has a prompt version, or the evaluation marked it as a judge's."""
     return result.info.prompt_version is not None or result.details.get("family") == "judge"
+
+
+def judge_change(new: MetricResult, old: MetricResult) -> str | None:
+    """How the judge of a metric differs between two runs (model, prompt version), else None."""
+    if not (is_judge(new) and is_judge(old)):
+        return None
+    def model(result: MetricResult) -> str | None:
+        return (result.details.get("usage") or {}).get("model") or None
+    changes = [f"{label} {a} -> {b}" for label, a, b in (
+        ("judge model", model(old), model(new)),
+        ("prompt", old.info.prompt_version, new.info.prompt_version)) if a and b and a != b]
+    return ", ".join(changes) or None
 
 
 def constant_value(result: MetricResult) -> float | None:
@@ -495,6 +511,10 @@ def _compare_metric(name: str, new: MetricResult, old: MetricResult, thresholds:
         enough = min(len(new_values), len(old_values)) >= 2
     row.diff, row.diff_low, row.diff_high = diff, low, high
     _labelled_interval(row, new, old)
+    if row.basis != "labelled" and (change := judge_change(new, old)):
+        row.verdict, row.gated = "not_comparable", False
+        _add_note(row, f"judged differently ({change}): the scores are on different bases; not gated")
+        return row
     if row.constant_value is not None:
         row.verdict = "constant"
         row.gated = False

@@ -369,3 +369,27 @@ def test_an_unlabelled_judge_warning_cites_its_models_measured_agreement():
     assert "unknown (no labelled items)" in warning and "measured on QAGS-XSum claims (n=60" in warning
     plain = result("faithfulness", [1.0, 0.5, 1.0], info=MetricInfo(scale=(0.0, 1.0), prompt_version="v4"))
     assert "measured" not in judge_warnings({"faithfulness": plain})[0]
+
+
+def test_a_change_of_judge_model_or_prompt_is_not_comparable_and_does_not_gate():
+    scores_old = [1.0, 1.0, 1.0, 0.5] * 10
+    scores_new = [0.5, 0.5, 0.0, 0.5] * 10  # a big drop, but measured by another judge
+    info = MetricInfo(scale=(0.0, 1.0), prompt_version="faithfulness-v4")
+    old = result("faithfulness", scores_old, info=info, usage={"model": "local/qwen2.5-0.5b-instruct"})
+    new = result("faithfulness", scores_new, info=info, usage={"model": "local/qwen2.5-coder-1.5b-instruct"})
+    thresholds = GateThresholds(gated_metrics=["faithfulness"])
+    row = compare_runs({"faithfulness": new}, {"faithfulness": old}, thresholds=thresholds).row("faithfulness")
+    assert row.verdict == "not_comparable" and not row.gated and row.diff < 0
+    assert "judge model local/qwen2.5-0.5b-instruct -> local/qwen2.5-coder-1.5b-instruct" in row.note
+    decision = gate_decision(compare_runs({"faithfulness": new}, {"faithfulness": old}, thresholds=thresholds),
+                             thresholds)
+    assert decision.promote and any("judged differently" in f for f in decision.flags)
+    # the same judge: the drop is a regression again
+    same = result("faithfulness", scores_new, info=info, usage={"model": "local/qwen2.5-0.5b-instruct"})
+    assert compare_runs({"faithfulness": same}, {"faithfulness": old}, thresholds=thresholds).row(
+        "faithfulness").verdict == "regressed"
+    # a new prompt version counts too
+    v5 = result("faithfulness", scores_new, info=MetricInfo(scale=(0.0, 1.0), prompt_version="faithfulness-v5"),
+                usage={"model": "local/qwen2.5-0.5b-instruct"})
+    assert "prompt faithfulness-v4 -> faithfulness-v5" in compare_runs(
+        {"faithfulness": v5}, {"faithfulness": old}, thresholds=thresholds).row("faithfulness").note
