@@ -428,12 +428,14 @@ def judge_change(new: MetricResult, old: MetricResult) -> str | None:
     """How the judge of a metric differs between two runs (model, prompt version), else None."""
     if not (is_judge(new) and is_judge(old)):
         return None
-    def model(result: MetricResult) -> str | None:
-        return (result.details.get("usage") or {}).get("model") or None
     changes = [f"{label} {a} -> {b}" for label, a, b in (
-        ("judge model", model(old), model(new)),
+        ("judge model", _judge_model(old), _judge_model(new)),
         ("prompt", old.info.prompt_version, new.info.prompt_version)) if a and b and a != b]
     return ", ".join(changes) or None
+
+
+def _judge_model(result: MetricResult) -> str | None:
+    return (result.details.get("usage") or {}).get("model") or None
 
 
 def constant_value(result: MetricResult) -> float | None:

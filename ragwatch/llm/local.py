@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import functools
 import math
 import threading
 import time
@@ -70,6 +71,7 @@ def load(name: str, *, logits_all: bool = False) -> tuple[Any, threading.Lock]:
         return _models[key], lock
 
 
+@functools.cache  # one subclass per base class, not one per loaded model
 def _greedy_grammar_class(llama_class: type) -> type:
     """`Llama` whose greedy, grammar-constrained decoding checks the grammar on the best token first.
 

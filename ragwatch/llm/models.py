@@ -96,16 +96,20 @@ def get_model(name: str) -> PackagedModel:
         raise ValueError(f"unknown local model {name!r}; known: {sorted(MODELS)} (use 'local/<name>')") from None
 
 
+def packaged(model: str) -> PackagedModel | None:
+    """The registry entry of a model string (`local/<name>` or `<name>`), else None (a hosted model)."""
+    return MODELS.get(model.removeprefix("local/"))
+
+
 def support_threshold_for(model: str) -> float | None:
-    """The calibrated P(supported) threshold of a model string (`local/<name>` or `<name>`), else None."""
-    name = model.removeprefix("local/")
-    spec = MODELS.get(name)
+    """The calibrated P(supported) threshold of a model string, else None."""
+    spec = packaged(model)
     return spec.support_threshold if spec is not None else None
 
 
 def measured_agreement_of(model: str) -> str | None:
     """What the registry records of a model's agreement with human labels as a judge, else None."""
-    spec = MODELS.get(model.removeprefix("local/"))
+    spec = packaged(model)
     return spec.measured if spec is not None else None
 
 
