@@ -419,29 +419,20 @@ def is_higher_better(name: str, result: MetricResult | None = None, thresholds: 
     return True if result is None else result.info.higher_is_better
 
 
-def is_judge(result: MetricResult) -> bool:
-    """An LLM-judged metric: it has a prompt version, or the evaluation marked it as a judge's."""
-    return result.info.prompt_version is not None or result.details.get("family") == "judge"
-
-
 def judge_change(new: MetricResult, old: MetricResult) -> str | None:
     """How the judge of a metric differs between two runs (model, prompt version), else None."""
-    if not (is_judge(new) and is_judge(old)):
+    if not (new.info.is_judge and old.info.is_judge):
         return None
     changes = [f"{label} {a} -> {b}" for label, a, b in (
-        ("judge model", _judge_model(old), _judge_model(new)),
+        ("judge model", old.info.judge_model, new.info.judge_model),
         ("prompt", old.info.prompt_version, new.info.prompt_version)) if a and b and a != b]
     return ", ".join(changes) or None
-
-
-def _judge_model(result: MetricResult) -> str | None:
-    return (result.details.get("usage") or {}).get("model") or None
 
 
 def constant_value(result: MetricResult) -> float | None:
     """The one score every scored item has, when a judge gave at least 2 items the same score."""
     values = {float(it.score) for it in result.items if it.ok and it.score is not None}
-    return values.pop() if is_judge(result) and result.n_scored >= 2 and len(values) == 1 else None
+    return values.pop() if result.info.is_judge and result.n_scored >= 2 and len(values) == 1 else None
 
 
 def _one_sided(name: str, result: MetricResult, verdict: Verdict, thresholds: GateThresholds,

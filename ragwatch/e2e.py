@@ -290,5 +290,5 @@ def _failure_rate(name: str, results: list[E2ETestResult]) -> MetricResult:
     return MetricResult.from_items(name, items, details=details, info=_FAILURE_RATE_INFO)
 
 
-_FAILURE_RATE_INFO = MetricInfo(direction="lower", binary=True,
+_FAILURE_RATE_INFO = MetricInfo(direction="lower", binary=True, family="e2e", measure="failure_rate",
                                 description="share of keyword tests that failed (1 = failed)")

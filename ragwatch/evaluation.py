@@ -57,8 +57,9 @@ def evaluate_retrieval_modes(
         ) if settings.match.rank_unit != "chunk" else index.search_many(questions, depth, mode, embedder)
         report = evaluate_retrieval(labelled, rankings, settings.ks, settings.match, corpus_chunks=index.chunks)
         for name, result in report.metrics.items():
-            result.details.update({"mode": mode, "excluded_without_labels": excluded, "family": "retrieval"})
-            metrics[f"{mode}/{name}"] = result.model_copy(update={"name": f"{mode}/{name}"})
+            result.details["excluded_without_labels"] = excluded
+            info = result.info.model_copy(update={"mode": mode})
+            metrics[f"{mode}/{name}"] = result.model_copy(update={"name": f"{mode}/{name}", "info": info})
         for row in report.per_question:
             rows.append({"mode": mode, **row.model_dump(exclude={"measures"}), **row.measures})
     return metrics, pd.DataFrame(rows)
@@ -85,10 +86,7 @@ def answer_questions(rag: RAGSystem, samples: Sequence[EvalSample]) -> list[RagA
 
 
 def run_handcrafted_tests(rag: RAGSystem, tables: E2ETables) -> E2EReport:
-    report = run_e2e_tests(tables, rag.answer_many)
-    for result in report.metrics.values():
-        result.details.setdefault("family", "e2e")
-    return report
+    return run_e2e_tests(tables, rag.answer_many)
 
 
 def judge_answers(
@@ -106,10 +104,7 @@ def judge_answers(
     llm = LLMClient(config.llm)
     generator_llm = LLMClient(generator) if generator is not None else None
     judges = build_judges(config, llm, embedder=embedder, generator_llm=generator_llm)
-    metrics = run_judges(judges, samples, answers)
-    for result in metrics.values():
-        result.details.setdefault("family", "judge")
-    return metrics, llm.usage.model_dump()
+    return run_judges(judges, samples, answers), llm.usage.model_dump()
 
 
 def judge_panel(

@@ -46,38 +46,8 @@ from ragwatch.summary import (
 )
 
 BASE_COLUMNS = ("item_id", "question", "answer", "contexts", "reference_answer")
-_RETRIEVAL = re.compile(r"(?<![A-Za-z0-9_])(hit_rate|recall|precision|ndcg|mrr|map)(@\d+)?(?![A-Za-z0-9_])")
-# hit_rate@5, recall@10, bm25/hit_rate@5, hit_rate@5/bm25, hit_rate@5[hybrid], hit_rate@5 (vector)
-_AT_K = re.compile(
-    r"^(?:(?P<pre>[^@]+?)[/:])?(?P<measure>hit_rate|recall)@(?P<k>\d+)"
-    r"(?:\s*[/:\[(]\s*(?P<post>[^\])]+?)\s*[\])]?)?$"
-)
 _MAX_TEXT = 3000  # characters of an answer or a context shown before cutting
 _DEFAULT_SETTINGS = ReportSettings()
-
-
-def metric_family(name: str, result: MetricResult | None = None) -> str:
-    """"retrieval", "e2e" or "judge" (a metric may say its own in `details["family"]`)."""
-    if result is not None and isinstance(result.details.get("family"), str):
-        return result.details["family"]
-    if name.startswith("e2e"):
-        return "e2e"
-    if _RETRIEVAL.search(name):
-        return "retrieval"
-    return "judge"
-
-
-def parse_at_k(name: str) -> tuple[str, int, str] | None:
-    """("hit_rate" | "recall", k, retrieval mode or "") for an at-k metric name, else None.
-
-    Example:
-        >>> parse_at_k("bm25/hit_rate@5"), parse_at_k("recall@10[hybrid]"), parse_at_k("mrr")
-        (('hit_rate', 5, 'bm25'), ('recall', 10, 'hybrid'), None)
-    """
-    match = _AT_K.match(name)
-    if match is None:
-        return None
-    return match["measure"], int(match["k"]), (match["pre"] or match["post"] or "").strip()
 
 
 def build_html_report(
@@ -270,7 +240,7 @@ def _all_metrics_section(metrics: Mapping[str, MetricResult], thresholds: GateTh
         direction = "↑" if is_higher_better(name, m, thresholds) else "↓"
         failed = f'<td class="num{" warn" if m.n_failed else ""}">{m.n_failed}</td>'
         rows.append(
-            f"<tr><td>{_e(name)}</td><td>{_e(metric_family(name, m))}</td>"
+            f"<tr><td>{_e(name)}</td><td>{_e(m.info.family)}</td>"
             f'<td class="num">{fmt_num(m.score)}</td><td class="num">{fmt_num(_weighted(m))}</td>'
             f'<td class="num">{_ci(m)}</td>'
             f'<td class="num">{m.n_scored}</td>{failed}<td title="better">{direction}</td></tr>'
@@ -362,7 +332,7 @@ def _interval_plot_section(metrics: Mapping[str, MetricResult]) -> str:
         values = np.array([scored[n].score for n in names], dtype=float)
         bounds = np.array([_ci_bounds(scored[n]) for n in names], dtype=float)
         err = np.abs(np.vstack([values - bounds[:, 0], bounds[:, 1] - values]))
-        colours = [_FAMILY_COLOURS.get(metric_family(n, scored[n]), "#555") for n in names]
+        colours = [_FAMILY_COLOURS.get(scored[n].info.family, "#555") for n in names]
         ax.errorbar(values, y, xerr=err, fmt="none", ecolor="#888", capsize=3, lw=1.2)
         ax.scatter(values, y, c=colours, zorder=3, s=22)
         ax.set_yticks(y, labels=names, fontsize=8)
@@ -383,13 +353,13 @@ def _interval_plot_section(metrics: Mapping[str, MetricResult]) -> str:
 
 def _at_k_section(metrics: Mapping[str, MetricResult]) -> str:
     series: dict[tuple[str, str], list[tuple[int, float, float, float]]] = {}
-    for name, m in metrics.items():
-        parsed = parse_at_k(name)
-        if parsed is None or m.score is None:
+    for m in metrics.values():
+        info = m.info
+        if info.family != "retrieval" or info.measure not in ("hit_rate", "recall") or info.k is None \
+                or m.score is None:
             continue
-        measure, k, mode = parsed
         lo, hi = _ci_bounds(m)
-        series.setdefault((measure, mode), []).append((k, m.score, lo, hi))
+        series.setdefault((info.measure, info.mode or ""), []).append((info.k, m.score, lo, hi))
     if not series:
         return ""
     fig = Figure(figsize=(7, 3.6))
@@ -417,7 +387,7 @@ def _at_k_section(metrics: Mapping[str, MetricResult]) -> str:
 
 
 def _distribution_section(metrics: Mapping[str, MetricResult]) -> str:
-    judged = {n: m for n, m in metrics.items() if metric_family(n, m) == "judge" and m.n_scored}
+    judged = {n: m for n, m in metrics.items() if m.info.is_judge and m.n_scored}
     if not judged:
         return ""
     cols = min(3, len(judged))

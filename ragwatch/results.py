@@ -20,11 +20,18 @@ from pydantic import BaseModel, Field, model_validator
 from ragwatch.stats import mean_interval
 
 Direction = Literal["higher", "lower"]
+# What made the metric: a retrieval ranking, the system as it ran, keyword tests, an LLM judge, or
+# anything else (a metric of the user's own).
+Family = Literal["retrieval", "system", "e2e", "judge", "other"]
 
 
 class MetricInfo(BaseModel):
-    """What a metric means: the typed facts that the gate, compare, report and printout read.
+    """What a metric is and means: the typed facts that the gate, compare, report and printout read.
 
+    Identity is set where the metric is made, so that no consumer parses a metric's name: `family`
+    (who made it), `measure` (e.g. "hit_rate", without mode or k), `mode` (the retrieval mode),
+    `k` (the cut-off: the ranking depth of an at-k measure, the system's own top_k) and
+    `judge_model` (the model behind an LLM judge's scores).
     `scale` bounds an item's score ((0, 1) for rates and pass/fail, (1, 5) for Likert judges,
     None when unbounded, e.g. perplexity); `binary` says item scores are 0/1, which selects the
     interval (a proportion's vs a bounded mean's). `threshold` is the pass cut-off on the item score
@@ -41,10 +48,20 @@ class MetricInfo(BaseModel):
     threshold: float | None = None
     prompt_version: str | None = None
     description: str = ""
+    family: Family = "other"
+    measure: str | None = None
+    mode: str | None = None
+    k: int | None = None
+    judge_model: str | None = None
 
     @property
     def higher_is_better(self) -> bool:
         return self.direction == "higher"
+
+    @property
+    def is_judge(self) -> bool:
+        """An LLM-judged metric (the one answer to "is this a judge?")."""
+        return self.family == "judge"
 
 
 class LabelledEstimate(BaseModel):
@@ -104,6 +121,19 @@ class MetricResult(BaseModel):
     info: MetricInfo = Field(default_factory=MetricInfo)
     labelled: LabelledEstimate | None = None  # set when human labels exist for some items
     details: dict[str, Any] = Field(default_factory=dict)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _identity_from_old_artifacts(cls, data: Any) -> Any:
+        # runs stored before `MetricInfo.family` existed kept the family in `details`: carry it over,
+        # so that a comparison with such a run still knows its judges
+        if isinstance(data, dict) and isinstance(data.get("details"), dict) and "family" in data["details"]:
+            details = dict(data["details"])
+            family = details.pop("family")
+            info = data.get("info", {})
+            if isinstance(info, dict) and "family" not in info:
+                data = {**data, "info": {**info, "family": family}, "details": details}
+        return data
 
     @classmethod
     def from_items(

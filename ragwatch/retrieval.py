@@ -43,7 +43,7 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from ragwatch.results import ItemScore, MetricResult
+from ragwatch.results import ItemScore, MetricInfo, MetricResult
 from ragwatch.types import Chunk, EvalSample, RelevantItem, RetrievedContext, SearchHit
 
 if TYPE_CHECKING:
@@ -503,6 +503,26 @@ class RetrievalReport(BaseModel):
         )
 
 
+_DESCRIPTIONS = {
+    "mrr": "reciprocal rank of the first relevant result",
+    "map": "average precision over the relevant items",
+    "hit_rate": "a relevant result is in the top k",
+    "recall": "share of the relevant items in the top k",
+    "precision": "share of the top k that is relevant (divided by k)",
+    "ndcg": "graded nDCG of the top k",
+}
+
+
+def retrieval_infos(ks: Sequence[int]) -> dict[str, MetricInfo]:
+    """Metric name -> `MetricInfo` of every measure `evaluate_retrieval` reports, in report order."""
+    infos = {m: MetricInfo(family="retrieval", measure=m, description=_DESCRIPTIONS[m]) for m in ("mrr", "map")}
+    for measure in ("hit_rate", "recall", "precision", "ndcg"):
+        for k in ks:
+            infos[f"{measure}@{k}"] = MetricInfo(family="retrieval", measure=measure, k=k,
+                                                 binary=measure == "hit_rate", description=_DESCRIPTIONS[measure])
+    return infos
+
+
 def _check_inputs(
     samples: Sequence[EvalSample], rankings: Sequence[Sequence[SearchHit]], ks: Sequence[int]
 ) -> None:
@@ -556,7 +576,8 @@ def evaluate_retrieval(
     corpus = None
     if corpus_sources is not None or corpus_chunks is not None:
         corpus = CorpusLabels(match, corpus_sources or (), corpus_chunks)
-    names = ["mrr", "map"] + [f"{m}@{k}" for m in ("hit_rate", "recall", "precision", "ndcg") for k in ks]
+    infos = retrieval_infos(ks)
+    names = list(infos)
     items: dict[str, list[ItemScore]] = {name: [] for name in names}
     rows: list[QuestionRow] = []
     units: Counter[str] = Counter()
@@ -621,7 +642,7 @@ def evaluate_retrieval(
     if warnings:
         details["warnings"] = warnings
     metrics = {
-        name: MetricResult.from_items(name, its, seed=seed, details=dict(details))
+        name: MetricResult.from_items(name, its, seed=seed, details=dict(details), info=infos[name])
         for name, its in items.items()
     }
     return RetrievalReport(metrics=metrics, per_question=rows, ks=list(ks), match=match, warnings=warnings)

@@ -69,8 +69,9 @@ class LabelProblem(BaseModel):
 
 
 def default_review_metrics(metrics: dict[str, MetricResult]) -> list[str]:
-    """LLM-judged metrics (they carry a prompt version) with at least one scored item."""
-    return [name for name, m in metrics.items() if m.info.prompt_version and m.n_scored and m.info.scale]
+    """Judged metrics with a prompt (a reviewer answers the judge's question) and a scored item."""
+    return [name for name, m in metrics.items()
+            if m.info.is_judge and m.info.prompt_version and m.n_scored and m.info.scale]
 
 
 def stratum_of(score: float | None, info: MetricInfo) -> str:

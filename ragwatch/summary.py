@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ragwatch.compare import Comparison, GateDecision, MetricComparison, constant_value, is_judge, matches
+from ragwatch.compare import Comparison, GateDecision, MetricComparison, constant_value, matches
 from ragwatch.results import MetricResult
 
 DEFAULT_HEADLINE = ["correctness", "faithfulness", "answer_relevance", "e2e_failure_rate", "system/hit_rate"]
@@ -137,7 +137,7 @@ def judge_warnings(metrics: Mapping[str, MetricResult]) -> list[str]:
     """Judges to distrust: constant over the run, not checked against human labels, or off from them."""
     warnings = []
     for name, m in metrics.items():
-        if not is_judge(m):
+        if not m.info.is_judge:
             continue
         value = constant_value(m)
         if value is not None:
@@ -153,6 +153,15 @@ def judge_warnings(metrics: Mapping[str, MetricResult]) -> list[str]:
                             f"[{m.labelled.ci_low:.3f}, {m.labelled.ci_high:.3f}] ({m.labelled.n_labels} labels): "
                             "poor agreement; the gate uses the labelled estimate.")
     return warnings
+
+
+def judge_models(metrics: Mapping[str, MetricResult]) -> str:
+    """The models behind the run's judged metrics, each with the metrics it scored ("-" when none)."""
+    scored: dict[str, list[str]] = {}
+    for name, m in metrics.items():
+        if m.info.is_judge and m.info.judge_model:
+            scored.setdefault(m.info.judge_model, []).append(name)
+    return "; ".join(f"{model} ({', '.join(names)})" for model, names in scored.items()) or "-"
 
 
 def summary_text(metrics: Mapping[str, MetricResult], comparisons: Mapping[str, Comparison],

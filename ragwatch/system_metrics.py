@@ -19,14 +19,15 @@ reason, never a silent zero.
 
 Example:
     >>> metrics = system_metrics(samples, answers, match=MatchSettings(on="auto"))  # doctest: +SKIP
-    >>> metrics["system/hit_rate"].score, metrics["system/hit_rate"].details["k"]  # doctest: +SKIP
+    >>> metrics["system/hit_rate"].score, metrics["system/hit_rate"].info.k  # doctest: +SKIP
     (0.82, 3)
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from ragwatch.results import ItemScore, MetricInfo, MetricResult
 from ragwatch.retrieval import MatchSettings, hits_from_contexts, judge, reciprocal_rank
@@ -40,14 +41,19 @@ CONTEXT_SUPPORT = "answer/context_support"
 REFERENCE_COVERAGE = "answer/reference_coverage"
 SYSTEM_METRICS = (HIT_RATE, MRR, CONTEXT_RECALL, CONTEXT_PRECISION, CONTEXT_SUPPORT, REFERENCE_COVERAGE)
 
-_INFO = {
-    HIT_RATE: MetricInfo(binary=True, threshold=1.0,
+_INFO = {  # the family and measure of each; `k` (the system's top_k) is set per run
+    HIT_RATE: MetricInfo(family="system", measure="hit_rate", binary=True, threshold=1.0,
                          description="a relevant passage is among the contexts the system used (its own k)"),
-    MRR: MetricInfo(description="reciprocal rank of the first relevant context the system used"),
-    CONTEXT_RECALL: MetricInfo(description="share of relevant items found in the contexts the system used"),
-    CONTEXT_PRECISION: MetricInfo(description="share of the contexts the system used that are relevant"),
-    CONTEXT_SUPPORT: MetricInfo(description="share of the answer's content words found in its contexts"),
-    REFERENCE_COVERAGE: MetricInfo(description="share of the reference's content words the answer contains"),
+    MRR: MetricInfo(family="system", measure="mrr",
+                    description="reciprocal rank of the first relevant context the system used"),
+    CONTEXT_RECALL: MetricInfo(family="system", measure="context_recall",
+                               description="share of relevant items found in the contexts the system used"),
+    CONTEXT_PRECISION: MetricInfo(family="system", measure="context_precision",
+                                  description="share of the contexts the system used that are relevant"),
+    CONTEXT_SUPPORT: MetricInfo(family="system", measure="context_support",
+                                description="share of the answer's content words found in its contexts"),
+    REFERENCE_COVERAGE: MetricInfo(family="system", measure="reference_coverage",
+                                   description="share of the reference's content words the answer contains"),
 }
 
 _WORD = re.compile(r"[a-z0-9][a-z0-9_\-]*[a-z0-9]|[a-z0-9]")
@@ -64,6 +70,13 @@ _STOPWORDS = frozenset(str.split(
 def content_words(text: str) -> set[str]:
     """Lower-cased words of two or more characters that are not function words."""
     return {w for w in _WORD.findall(text.lower()) if len(w) > 1 and w not in _STOPWORDS}
+
+
+def reported_top_k(system: Mapping[str, Any]) -> int | None:
+    """The top_k the system under test says it ran with (`RAGSystem.describe()`); None when it says
+    none (a system of the user's own): then every context it reported counts."""
+    k = system.get("top_k")
+    return k if isinstance(k, int) and not isinstance(k, bool) and k >= 1 else None
 
 
 def system_metrics(
@@ -91,8 +104,9 @@ def system_metrics(
             items[name].append(item)
         items[CONTEXT_SUPPORT].append(_support_item(sample, answer, k))
         items[REFERENCE_COVERAGE].append(_coverage_item(sample, answer))
-    details = {"family": "system", "k": k, "match_on": match.on}
-    return {name: MetricResult.from_items(name, its, seed=seed, details=dict(details), info=_INFO[name])
+    details = {"match_on": match.on}
+    return {name: MetricResult.from_items(name, its, seed=seed, details=dict(details),
+                                          info=_INFO[name].model_copy(update={"k": k}))
             for name, its in items.items()}
 
 

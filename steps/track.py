@@ -17,7 +17,8 @@ from ragwatch.compare import GateDecision, compare_runs, gate_decision
 from ragwatch.config import EvaluateConfig
 from ragwatch.evalsets import generation_samples
 from ragwatch.report import build_html_report, build_markdown_summary
-from ragwatch.system_metrics import system_metrics
+from ragwatch.summary import judge_models
+from ragwatch.system_metrics import reported_top_k, system_metrics
 from steps.tracking import previous_evaluation, production_evaluation, run_label, step_timings
 
 
@@ -46,10 +47,9 @@ def track_evaluation(
     """Compare with the previous run and the production version; promote when nothing regressed."""
     context = get_step_context()
     run = context.pipeline_run
-    # the system as it ran: the contexts it used (at its own top_k) and its answers, no LLM needed
-    rag = config.system.rag
+    # the system as it ran: the contexts it used (at the top_k it reported) and its answers, no LLM needed
     system = system_metrics(generation_samples(eval_set.samples), answers.answers, match=config.retrieval.match,
-                            k=rag.top_k if rag.kind == "builtin" else None)
+                            k=reported_top_k(answers.system))
     metrics = {**retrieval.metrics, **system, **e2e.metrics, **judges.metrics}
     merged = MetricGroup(group="all", metrics=metrics)
 
@@ -144,7 +144,7 @@ def build_report_step(
         "run": run.name,
         "system fingerprint": system_fingerprint[:16],
         "generator": config.system.generator.model,
-        "judge": config.judges.llm.model,
+        "judge": judge_models(metrics.metrics),
         "retrieval": f"{config.system.rag.retrieval_mode}, top {config.system.rag.top_k}",
         "evaluation set": f"{len(eval_set.samples)} samples, {eval_set.fingerprint[:16]}",
     }

@@ -21,17 +21,15 @@ from typing import Any, Literal, Protocol
 from pydantic import BaseModel, ConfigDict
 
 from ragwatch.judges.engine import (
-    Score,
     check_aligned,
     logprob_overrides,
     mean,
-    metric_result,
     model_name,
     run_judges,
     usage_of,
 )
-from ragwatch.llm.types import Generation, Usage
-from ragwatch.results import ItemScore, MetricInfo, MetricResult
+from ragwatch.llm.types import Generation
+from ragwatch.results import MetricInfo, MetricResult
 from ragwatch.types import EvalSample, RagAnswer
 
 __all__ = [  # the engine's helpers are re-exported: code outside judges/ imports them from here
@@ -103,28 +101,6 @@ def generation_error(gen: Generation) -> str:
     raw = (gen.raw or gen.text or "").strip().replace("\n", " ")
     excerpt = f" (reply: {raw[:160]!r})" if raw else ""
     return f"judge call failed: {gen.error}{excerpt}"
-
-
-def build_result(
-    name: str,
-    items: list[ItemScore],
-    usage: Usage,
-    *,
-    threshold: float | None = None,
-    extra: dict[str, Any] | None = None,
-    info: MetricInfo | None = None,
-) -> MetricResult:
-    """`MetricResult` from ready `ItemScore`s, for code outside the engine (e.g. calibration)."""
-    extra = dict(extra or {})
-    higher = extra.pop("higher_is_better", True)
-    info = info or MetricInfo(
-        direction="higher" if higher else "lower",
-        threshold=threshold,
-        binary=threshold is not None and all(it.score in (0, 1) for it in items if it.ok),
-        prompt_version=extra.get("prompt_version"),
-    )
-    scores = [Score(score=it.score, details=it.details, error=it.error, passed=it.passed) for it in items]
-    return metric_result(name, [it.item_id for it in items], scores, info, usage, extra)
 
 
 def to_json(obj: Any) -> str:

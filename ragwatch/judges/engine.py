@@ -92,8 +92,14 @@ def metric_result(
     info: MetricInfo,
     usage: Usage,
     extra: dict[str, Any] | None = None,
+    *,
+    judge_model: str | None = None,
 ) -> MetricResult:
-    """`MetricResult` with typed `info` and the details every judge reports: usage, pass rate, weighted."""
+    """`MetricResult` with typed `info` and the details every judge reports: usage, pass rate, weighted.
+
+    The info is stamped here, for every judge: family "judge" and the model behind the scores.
+    """
+    info = info.model_copy(update={"family": "judge", "judge_model": judge_model or None})
     items = []
     for item_id, s in zip(item_ids, scores, strict=True):
         if s.error is not None or s.score is None:
@@ -136,9 +142,14 @@ class LLMJudge:
         """A generator of stages returning the outcome, or the outcome at once (no LLM call)."""
         raise NotImplementedError
 
+    @property
+    def judge_model(self) -> str | None:
+        """The model behind the scores (`MetricInfo.judge_model`); None for a judge without one."""
+        return model_name(self.llm) or None
+
     def details(self, metric: str) -> dict[str, Any]:
-        """Judge-level details of one metric (judge model, prompt family, ...)."""
-        return {"judge_model": model_name(self.llm)} if self.llm is not None else {}
+        """Judge-level details of one metric (prompt family, ...)."""
+        return {}
 
     def call(
         self, messages: list[dict[str, str]], schema: type[BaseModel] | None = None, system: str | None = None
@@ -279,7 +290,8 @@ def run_judge(judge: LLMJudge, samples: list[EvalSample], answers: list[RagAnswe
         extra = judge.details(name)
         if len(names) > 1:
             extra["usage_shared_by"] = names
-        results[name] = metric_result(name, ids, scores, judge.metrics[name], usage, extra)
+        results[name] = metric_result(name, ids, scores, judge.metrics[name], usage, extra,
+                                      judge_model=judge.judge_model)
     return results
 
 

@@ -82,7 +82,7 @@ class SimilarityJudge(LLMJudge):
             [s for s in scores if s is not None],
             self.metrics[self.name],
             Usage(model=identity),  # no LLM calls
-            {"embedder": identity},
+            judge_model=identity,  # a different embedder scores on another basis, like a judge model
         )
         return {self.name: result}
 

@@ -17,7 +17,7 @@ from ragwatch.compare import (
 from ragwatch.results import ItemScore, LabelledEstimate, MetricInfo, MetricResult
 
 LOWER = MetricInfo(direction="lower", scale=None)
-JUDGE = MetricInfo(scale=(1.0, 5.0), prompt_version="v1")
+JUDGE = MetricInfo(scale=(1.0, 5.0), prompt_version="v1", family="judge")
 
 
 def result(name: str, scores, ids=None, errors: dict[str, str] | None = None, info: MetricInfo | None = None,
@@ -364,19 +364,20 @@ def test_an_unlabelled_judge_warning_cites_its_models_measured_agreement():
 
     details = FaithfulnessJudge(Client(), use_logprobs=True).details("faithfulness")
     assert details["support_threshold"] == 0.90 and "ROC AUC 0.77" in details["judge_measured"]
-    faith = result("faithfulness", [1.0, 0.5, 1.0], info=MetricInfo(scale=(0.0, 1.0), prompt_version="v4"), **details)
+    faith = result("faithfulness", [1.0, 0.5, 1.0], info=MetricInfo(scale=(0.0, 1.0), prompt_version="v4", family="judge"), **details)
     (warning,) = judge_warnings({"faithfulness": faith})
     assert "unknown (no labelled items)" in warning and "measured on QAGS-XSum claims (n=60" in warning
-    plain = result("faithfulness", [1.0, 0.5, 1.0], info=MetricInfo(scale=(0.0, 1.0), prompt_version="v4"))
+    plain = result("faithfulness", [1.0, 0.5, 1.0], info=MetricInfo(scale=(0.0, 1.0), prompt_version="v4", family="judge"))
     assert "measured" not in judge_warnings({"faithfulness": plain})[0]
 
 
 def test_a_change_of_judge_model_or_prompt_is_not_comparable_and_does_not_gate():
     scores_old = [1.0, 1.0, 1.0, 0.5] * 10
     scores_new = [0.5, 0.5, 0.0, 0.5] * 10  # a big drop, but measured by another judge
-    info = MetricInfo(scale=(0.0, 1.0), prompt_version="faithfulness-v4")
-    old = result("faithfulness", scores_old, info=info, usage={"model": "local/qwen2.5-0.5b-instruct"})
-    new = result("faithfulness", scores_new, info=info, usage={"model": "local/qwen2.5-coder-1.5b-instruct"})
+    info = MetricInfo(scale=(0.0, 1.0), prompt_version="faithfulness-v4", family="judge")
+    old = result("faithfulness", scores_old, info=info.model_copy(update={"judge_model": "local/qwen2.5-0.5b-instruct"}))
+    new = result("faithfulness", scores_new,
+                 info=info.model_copy(update={"judge_model": "local/qwen2.5-coder-1.5b-instruct"}))
     thresholds = GateThresholds(gated_metrics=["faithfulness"])
     row = compare_runs({"faithfulness": new}, {"faithfulness": old}, thresholds=thresholds).row("faithfulness")
     assert row.verdict == "not_comparable" and not row.gated and row.diff < 0
@@ -385,11 +386,10 @@ def test_a_change_of_judge_model_or_prompt_is_not_comparable_and_does_not_gate()
                              thresholds)
     assert decision.promote and any("judged differently" in f for f in decision.flags)
     # the same judge: the drop is a regression again
-    same = result("faithfulness", scores_new, info=info, usage={"model": "local/qwen2.5-0.5b-instruct"})
+    same = result("faithfulness", scores_new, info=old.info)
     assert compare_runs({"faithfulness": same}, {"faithfulness": old}, thresholds=thresholds).row(
         "faithfulness").verdict == "regressed"
     # a new prompt version counts too
-    v5 = result("faithfulness", scores_new, info=MetricInfo(scale=(0.0, 1.0), prompt_version="faithfulness-v5"),
-                usage={"model": "local/qwen2.5-0.5b-instruct"})
+    v5 = result("faithfulness", scores_new, info=old.info.model_copy(update={"prompt_version": "faithfulness-v5"}))
     assert "prompt faithfulness-v4 -> faithfulness-v5" in compare_runs(
         {"faithfulness": v5}, {"faithfulness": old}, thresholds=thresholds).row("faithfulness").note

@@ -80,6 +80,8 @@ def test_a_judge_declared_in_a_test_registers_configures_and_runs():
     assert result.items[0].passed is True and result.details["pass_rate"] == 1.0
     assert result.details["usage"]["calls"] == 1 and result.items[0].details["reason"] == "Says please."
     assert "higher_is_better" not in result.details and "threshold" not in result.details
+    # the engine stamps the identity of every judge's metric: who made it and with which model
+    assert result.info.is_judge and result.info.judge_model == llm.settings.model
     with pytest.raises(ValidationError, match="tresh"):
         JudgesConfig.model_validate({"politeness": {"treshold": 1}})
 

@@ -153,7 +153,7 @@ class _FakeEmbedder:
 
 def test_similarity_math_with_a_fake_embedder():
     result = SimilarityJudge(_FakeEmbedder()).evaluate([sample(1), sample(2)], [answer(), answer("Lyon")])
-    assert [it.score for it in result.items] == [1.0, 0.0] and result.details["embedder"] == "fake"
+    assert [it.score for it in result.items] == [1.0, 0.0] and result.info.judge_model == "fake"
 
 
 class _Generator:

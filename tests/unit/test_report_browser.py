@@ -52,7 +52,7 @@ def run_metrics(seed: int, shift: float = 0.0) -> dict[str, MetricResult]:
     """A realistic run: the default headline metrics plus retrieval at k, 60 questions."""
     rng = np.random.default_rng(seed)
     ids = [f"q{i:02d}" for i in range(60)]
-    judge = MetricInfo(scale=(1.0, 5.0), prompt_version="v2")
+    judge = MetricInfo(scale=(1.0, 5.0), prompt_version="v2", family="judge")
 
     def metric(name: str, values, info: MetricInfo | None = None, **details) -> MetricResult:
         items = [ItemScore(item_id=i, score=float(v)) for i, v in zip(ids, values, strict=True)]
@@ -62,13 +62,16 @@ def run_metrics(seed: int, shift: float = 0.0) -> dict[str, MetricResult]:
         "correctness": metric("correctness", np.clip(rng.integers(2, 6, 60) - (shift > 0), 1, 5), judge,
                               weighted=3.4),
         "faithfulness": metric("faithfulness", np.clip(rng.beta(4, 2, 60) - shift, 0, 1),
-                               MetricInfo(prompt_version="v3"), weighted=0.71),
-        "answer_relevance": metric("answer_relevance", rng.uniform(0.5, 1, 60), MetricInfo(prompt_version="v1")),
+                               MetricInfo(prompt_version="v3", family="judge"), weighted=0.71),
+        "answer_relevance": metric("answer_relevance", rng.uniform(0.5, 1, 60),
+                                   MetricInfo(prompt_version="v1", family="judge")),
         "system/hit_rate": metric("system/hit_rate", rng.uniform(0, 1, 60) < 0.8 - shift,
-                                  MetricInfo(binary=True)),
+                                  MetricInfo(binary=True, family="system", measure="hit_rate", k=5)),
     }
     for k in (1, 3, 5, 10):
-        metrics[f"hybrid/hit_rate@{k}"] = metric(f"hybrid/hit_rate@{k}", rng.uniform(0, 1, 60) < 0.5 + k / 25)
+        metrics[f"hybrid/hit_rate@{k}"] = metric(
+            f"hybrid/hit_rate@{k}", rng.uniform(0, 1, 60) < 0.5 + k / 25,
+            MetricInfo(family="retrieval", measure="hit_rate", k=k, mode="hybrid", binary=True))
     tables = E2ETables.model_validate({"bad_answers": [{"question": f"question {i}?", "bad_words": ["Flyte"]}
                                                        for i in range(6)]})
     answers = ["Flyte." if i < 2 + (shift > 0) else "The local orchestrator." for i in range(6)]

@@ -250,3 +250,21 @@ def test_remembered_embedder_embeds_each_text_once_and_returns_the_same_vectors(
     assert np.array_equal(first, inner.embed(["a", "bb", "a"]))
     assert np.array_equal(again, inner.embed(["bb", "ccc", "a"]))
     assert remembered.identity == "test/counting" and remembered.embed([]).shape == (0, 3)
+
+
+def test_every_retrieval_metric_carries_its_identity():
+    from ragwatch.retrieval import retrieval_infos
+
+    infos = retrieval_infos([1, 5])
+    assert infos["hit_rate@5"].family == "retrieval" and infos["hit_rate@5"].measure == "hit_rate"
+    assert infos["hit_rate@5"].k == 5 and infos["hit_rate@5"].binary and infos["mrr"].k is None
+    assert list(infos)[:2] == ["mrr", "map"] and not infos["ndcg@1"].binary
+
+
+def test_a_stored_result_with_its_family_in_details_reads_back_with_it_in_info():
+    from ragwatch.results import MetricResult
+
+    old = {"name": "faithfulness", "score": 1.0, "n_scored": 1, "n_failed": 0, "items": [],
+           "info": {"prompt_version": "v4"}, "details": {"family": "judge", "usage": {}}}
+    result = MetricResult.model_validate(old)
+    assert result.info.is_judge and "family" not in result.details

@@ -22,9 +22,9 @@ def _metrics(n: int = 40, seed: int = 0) -> tuple[list[dict], dict[str, MetricRe
     corr = [ItemScore(item_id=f"q{i}", score=float(rng.integers(1, 6))) for i in range(n)]
     metrics = {
         "faithfulness": MetricResult.from_items("faithfulness", faith, info=MetricInfo(
-            binary=True, threshold=0.5, prompt_version="f-v1")),
+            binary=True, threshold=0.5, prompt_version="f-v1", family="judge")),
         "correctness": MetricResult.from_items("correctness", corr, info=MetricInfo(
-            scale=(1.0, 5.0), threshold=4.0, prompt_version="c-v1")),
+            scale=(1.0, 5.0), threshold=4.0, prompt_version="c-v1", family="judge")),
         "similarity": MetricResult.from_items("similarity", [ItemScore(item_id="q0", score=0.3)],
                                               info=MetricInfo(scale=(-1.0, 1.0))),
     }

@@ -14,6 +14,7 @@ from ragwatch.system_metrics import (
     MRR,
     REFERENCE_COVERAGE,
     content_words,
+    reported_top_k,
     system_metrics,
 )
 from ragwatch.types import EvalSample, RagAnswer, RelevantItem, RetrievedContext
@@ -41,7 +42,7 @@ def test_metrics_read_the_contexts_the_system_used():
     assert m[HIT_RATE].score == 1.0 and m[HIT_RATE].info.binary
     assert m[MRR].score == pytest.approx((1 + 0.5) / 2)
     assert m[CONTEXT_RECALL].score == 1.0 and m[CONTEXT_PRECISION].score == 0.5
-    assert m[HIT_RATE].details["k"] == 2 and m[HIT_RATE].items[1].details["relevant_at"] == [2]
+    assert m[HIT_RATE].info.k == 2 and m[HIT_RATE].info.family == "system" and m[HIT_RATE].items[1].details["relevant_at"] == [2]
     # the system's own k: at k=1 the second question's relevant page is not used
     at_one = system_metrics(samples, answers, match=MATCH, k=1)
     assert at_one[HIT_RATE].score == 0.5 and at_one[CONTEXT_PRECISION].score == 0.5
@@ -94,3 +95,9 @@ def test_bad_input_says_what_to_do():
 
 def test_content_words_drop_function_words():
     assert content_words("The local orchestrator is the DEFAULT.") == {"local", "orchestrator", "default"}
+
+
+def test_the_k_is_what_the_system_reported_it_ran_with():
+    assert reported_top_k({"kind": "builtin", "top_k": 3}) == 3
+    # a system of the user's own reports none: every context it returned counts
+    assert reported_top_k({"kind": "http"}) is None and reported_top_k({"top_k": True}) is None
