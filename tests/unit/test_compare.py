@@ -364,10 +364,11 @@ def test_an_unlabelled_judge_warning_cites_its_models_measured_agreement():
 
     details = FaithfulnessJudge(Client(), use_logprobs=True).details("faithfulness")
     assert details["support_threshold"] == 0.90 and "ROC AUC 0.77" in details["judge_measured"]
-    faith = result("faithfulness", [1.0, 0.5, 1.0], info=MetricInfo(scale=(0.0, 1.0), prompt_version="v4", family="judge"), **details)
+    judge = MetricInfo(scale=(0.0, 1.0), prompt_version="v4", family="judge")
+    faith = result("faithfulness", [1.0, 0.5, 1.0], info=judge, **details)
     (warning,) = judge_warnings({"faithfulness": faith})
     assert "unknown (no labelled items)" in warning and "measured on QAGS-XSum claims (n=60" in warning
-    plain = result("faithfulness", [1.0, 0.5, 1.0], info=MetricInfo(scale=(0.0, 1.0), prompt_version="v4", family="judge"))
+    plain = result("faithfulness", [1.0, 0.5, 1.0], info=judge)
     assert "measured" not in judge_warnings({"faithfulness": plain})[0]
 
 
@@ -375,7 +376,8 @@ def test_a_change_of_judge_model_or_prompt_is_not_comparable_and_does_not_gate()
     scores_old = [1.0, 1.0, 1.0, 0.5] * 10
     scores_new = [0.5, 0.5, 0.0, 0.5] * 10  # a big drop, but measured by another judge
     info = MetricInfo(scale=(0.0, 1.0), prompt_version="faithfulness-v4", family="judge")
-    old = result("faithfulness", scores_old, info=info.model_copy(update={"judge_model": "local/qwen2.5-0.5b-instruct"}))
+    old = result("faithfulness", scores_old,
+                 info=info.model_copy(update={"judge_model": "local/qwen2.5-0.5b-instruct"}))
     new = result("faithfulness", scores_new,
                  info=info.model_copy(update={"judge_model": "local/qwen2.5-coder-1.5b-instruct"}))
     thresholds = GateThresholds(gated_metrics=["faithfulness"])
