@@ -8,9 +8,10 @@ from zenml import save_artifact
 from zenml.client import Client
 from zenml.types import HTMLString
 
-from ragwatch.compare import Comparison, GateThresholds, compare_runs
+from ragwatch.compare import Comparison, compare_runs
+from ragwatch.gate import GateThresholds
 from ragwatch.report import build_comparison_page
-from ragwatch.summary import verdict_line
+from ragwatch.summary import comparison_text, verdict_line
 from steps.tracking import previous_evaluation, production_baseline, run_label, run_metrics
 
 
@@ -58,7 +59,7 @@ def compare_command(runs: list[str], model_name: str, thresholds: GateThresholds
         raise ValueError("nothing to compare with: there is one evaluation run and no production version")
     _, verdict = verdict_line(comparisons, None)
     title = f"ragwatch comparison: {run_label(new_run)}"
-    text = "\n\n".join([title, verdict] + [f"== vs {label}\n{c.to_text()}" for label, c in comparisons.items()])
+    text = "\n\n".join([title, verdict] + [f"== vs {label}\n{comparison_text(c)}" for label, c in comparisons.items()])
     page = build_comparison_page(comparisons, title=title)
     save_artifact(HTMLString(page), name="run_comparison")
     path = Path("reports") / "comparison.html"

@@ -17,10 +17,11 @@ from typing import Any
 from zenml import Model
 
 from ragwatch.artifacts import MetricGroup
-from ragwatch.compare import GateDecision
 from ragwatch.config import FullConfig, corpus_fingerprint, system_fingerprint
 from ragwatch.e2e import E2ETables, load_e2e_tables
+from ragwatch.gate import GateDecision
 from ragwatch.preflight import preflight
+from ragwatch.summary import gate_label, metrics_text
 
 PIPELINES = ("ingest", "testset", "evaluate", "full")
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
@@ -180,10 +181,6 @@ def collect_evaluation(outcome: RunOutcome) -> None:
     (reports / "latest.html").write_text(str(report), encoding="utf-8")
 
 
-HEADLINE = ("hit_rate@5", "mrr", "ndcg@5", "e2e_failure_rate", "correctness", "faithfulness",
-            "answer_relevance", "context_relevance", "similarity", "answer_confidence", "perplexity")
-
-
 def format_outcome(outcome: RunOutcome) -> str:
     """The closing summary printed by run.py."""
     lines = [f"pipeline {outcome.pipeline}: run {outcome.run.name} finished in {outcome.seconds:.0f} s"]
@@ -191,27 +188,9 @@ def format_outcome(outcome: RunOutcome) -> str:
         lines += ["", outcome.summary, ""]
     lines += outcome.notes
     if outcome.metrics is not None:
-        lines.append("")
-        lines.append(f"{'metric':<34} {'score':>7}  {'95% interval':<17} {'n':>4} {'failed':>6}  interval method")
-        for name, result in sorted(outcome.metrics.metrics.items()):
-            if not any(name == h or name.endswith("/" + h) or name.startswith(h) for h in HEADLINE):
-                continue
-            score = "-" if result.score is None else f"{result.score:.3f}"
-            interval = "" if result.ci_low is None else f"[{result.ci_low:.3f}, {result.ci_high:.3f}]"
-            lines.append(f"{name:<34} {score:>7}  {interval:<17} {result.n_scored:>4} {result.n_failed:>6}  "
-                         f"{result.ci_method or ''}")
-        labelled = {name: r.labelled for name, r in sorted(outcome.metrics.metrics.items()) if r.labelled}
-        if labelled:  # human labels on some items: the prediction-powered estimate beside the judge's
-            lines += ["", "with human labels (PPI++: the judge on every item, corrected by the labelled ones):"]
-            lines += [f"{name:<34} {e.score:>7.3f}  [{e.ci_low:.3f}, {e.ci_high:.3f}] {e.n_labels:>4} labels "
-                      f"of {e.n_items} items" for name, e in labelled.items()]
+        lines += ["", metrics_text(outcome.metrics.metrics)]
     if outcome.gate is not None:
-        verdict = {
-            "regressed": "NOT PROMOTED (regression)",
-            "hold": "NOT PROMOTED (held: too little evidence to decide)",
-            "no_baseline": "PROMOTED (first production baseline)",
-        }.get(outcome.gate.status, "PROMOTED (no regression)")
-        lines += ["", f"gate: {verdict}"] + [f"  - {reason}" for reason in outcome.gate.reasons]
+        lines += ["", f"gate: {gate_label(outcome.gate)}"] + [f"  - {reason}" for reason in outcome.gate.reasons]
     if outcome.report_path is not None:
         lines += ["", f"report: {outcome.report_path} (also the 'report' artifact of the run)"]
         lines.append("dashboard: python run.py dashboard  (local ZenML server on 127.0.0.1)")

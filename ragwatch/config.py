@@ -21,9 +21,9 @@ from typing import ClassVar, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from ragwatch.chunking import ChunkingSettings
-from ragwatch.compare import GateThresholds
 from ragwatch.datasets import ImportSettings
 from ragwatch.embeddings import EmbeddingSettings
+from ragwatch.gate import GateThresholds
 from ragwatch.index import BM25Settings
 from ragwatch.judges.config import JudgesConfig
 from ragwatch.llm.types import LLMSettings

@@ -19,7 +19,6 @@ import html
 import io
 import json
 import math
-import re
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -29,14 +28,16 @@ import pandas as pd
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from ragwatch.compare import VERDICT_COLOURS, Comparison, GateDecision, GateThresholds, is_higher_better
+from ragwatch.compare import Comparison, is_higher_better
+from ragwatch.fmt import fmt_num, fmt_signed, md_cell
+from ragwatch.gate import GateDecision, GateThresholds
 from ragwatch.results import MetricResult
 from ragwatch.summary import (
+    VERDICT_COLOURS,
     HeadlineRow,
     ReportSettings,
+    comparison_html,
     delta_interval,
-    fmt_num,
-    fmt_signed,
     gate_label,
     headline_rows,
     judge_warnings,
@@ -165,7 +166,7 @@ def build_comparison_page(comparisons: Mapping[str, Comparison], *, title: str =
     """`comparison.html`: styled like the run report, the one-line overall verdict first, then one
     table per comparison (metrics that need attention first)."""
     cls, line = verdict_line(comparisons, gate)
-    tables = "".join(f"<h2>vs {_e(label)}</h2>" + _strip_heading(cmp.to_html())
+    tables = "".join(f"<h2>vs {_e(label)}</h2>" + comparison_html(cmp, heading=False)
                      for label, cmp in comparisons.items())
     legend = " ".join(f'<span class="verdict" style="background:{c}">{_e(v)}</span>'
                       for v, c in VERDICT_COLOURS.items())
@@ -423,7 +424,7 @@ def _comparison_section(comparisons: Mapping[str, Comparison] | None) -> str:
         return ""
     parts = []
     for label, cmp in comparisons.items():
-        parts.append(f"<h3>vs {_e(label)}</h3>" + _strip_heading(cmp.to_html()))
+        parts.append(f"<h3>vs {_e(label)}</h3>" + comparison_html(cmp, heading=False))
     legend = " ".join(f'<span class="verdict" style="background:{c}">{_e(v)}</span>'
                       for v, c in VERDICT_COLOURS.items())
     return ("<h2>Comparisons</h2>" + "".join(parts)
@@ -593,11 +594,6 @@ def _frame_html(frame: pd.DataFrame) -> str:
     return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
 
 
-def _strip_heading(fragment: str) -> str:
-    """Comparison.to_html() carries its own <h3>; the report names the comparison itself."""
-    return re.sub(r"<h3>.*?</h3>", "", fragment, count=1)
-
-
 def _bins(values: np.ndarray) -> Iterable[float] | int:
     if values.size and np.all(values == np.round(values)):
         lo, hi = int(values.min()), int(values.max())
@@ -642,8 +638,8 @@ def _e(text: Any) -> str:
 
 
 def _md(text: str) -> str:
-    """Safe inside a Markdown table cell or bullet: HTML-escaped, pipes escaped, one line."""
-    return html.escape(str(text), quote=False).replace("|", "\\|").replace("\n", " ").replace("`", "'")
+    """Safe inside a Markdown table cell, a bullet or a code span (no backticks)."""
+    return md_cell(text).replace("`", "'")
 
 
 _FAMILY_COLOURS = {"retrieval": "#1565c0", "judge": "#6a1b9a", "e2e": "#ef6c00"}

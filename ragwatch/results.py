@@ -63,6 +63,15 @@ class MetricInfo(BaseModel):
         """An LLM-judged metric (the one answer to "is this a judge?")."""
         return self.family == "judge"
 
+    def judge_change(self, old: MetricInfo) -> str | None:
+        """How the judge behind these scores differs from `old`'s (model, prompt version), else None."""
+        if not (self.is_judge and old.is_judge):
+            return None
+        changes = [f"{label} {a} -> {b}" for label, a, b in (
+            ("judge model", old.judge_model, self.judge_model),
+            ("prompt", old.prompt_version, self.prompt_version)) if a and b and a != b]
+        return ", ".join(changes) or None
+
 
 class LabelledEstimate(BaseModel):
     """The metric re-estimated from human labels on some items plus the judge on all of them.
@@ -169,6 +178,11 @@ class MetricResult(BaseModel):
             info=info,
             details=details or {},
         )
+
+    def constant_value(self) -> float | None:
+        """The one score every scored item has, when a judge gave at least 2 items the same score."""
+        values = {float(it.score) for it in self.items if it.ok and it.score is not None}
+        return values.pop() if self.info.is_judge and self.n_scored >= 2 and len(values) == 1 else None
 
     def summary(self) -> dict[str, Any]:
         """Flat figures for metadata and tables (no per-item rows)."""

@@ -1,8 +1,11 @@
-"""The one-minute answer: better or worse than the last run and than production?
+"""What the terminal, the Markdown summary and the HTML report say: the one presentation module.
 
-One verdict line, then the headline metrics (value, interval, n, delta and verdict vs the previous
-run and vs production), and warnings about judges that measure nothing or are not checked against
-people. The HTML report, the Markdown `summary` artifact and what `run.py` prints all come from here.
+The one-minute answer first: one verdict line (better or worse than the last run and than
+production?), the headline metrics (value, interval, n, delta and verdict vs the previous run and vs
+production; one list, `DEFAULT_HEADLINE`), the gate in one wording (`gate_label`), and warnings about
+judges that measure nothing or are not checked against people. Then the comparison tables (text,
+Markdown, HTML) and the table of every metric `run.py` prints. The HTML report, the Markdown `summary`
+artifact and what `run.py` prints all come from here.
 
 Example:
     >>> rows = headline_rows(metrics, {"previous run": cmp_prev, "production": cmp_prod})
@@ -19,8 +22,12 @@ from dataclasses import dataclass, field
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ragwatch.compare import Comparison, GateDecision, MetricComparison, constant_value, matches
+from ragwatch.compare import Comparison, MetricComparison
+from ragwatch.fmt import fmt_num, fmt_signed, md_cell
+from ragwatch.gate import GateDecision, matches
 from ragwatch.results import MetricResult
+
+__all__ = ["fmt_num", "fmt_signed"]  # re-exported: the report and older callers format through here
 
 DEFAULT_HEADLINE = ["correctness", "faithfulness", "answer_relevance", "e2e_failure_rate", "system/hit_rate"]
 
@@ -128,6 +135,7 @@ def verdict_line(comparisons: Mapping[str, Comparison], gate: GateDecision | Non
 
 
 def gate_label(gate: GateDecision) -> str:
+    """The gate's decision in words: the same on the terminal, in Markdown and in HTML."""
     return {"promote": "PROMOTED", "no_baseline": "PROMOTED (first production baseline)",
             "regressed": "NOT PROMOTED (regression)",
             "hold": "NOT PROMOTED (held: too little evidence)"}[gate.status]
@@ -139,7 +147,7 @@ def judge_warnings(metrics: Mapping[str, MetricResult]) -> list[str]:
     for name, m in metrics.items():
         if not m.info.is_judge:
             continue
-        value = constant_value(m)
+        value = m.constant_value()
         if value is not None:
             warnings.append(f"{name}: every one of {m.n_scored} items got {value:g}; the judge measures nothing "
                             "here and does not gate.")
@@ -193,14 +201,15 @@ def summary_markdown(metrics: Mapping[str, MetricResult], comparisons: Mapping[s
     _, line = verdict_line(comparisons, gate)
     rows = headline_rows(metrics, comparisons, names)
     labels = list(comparisons)
-    out = [f"**{_md(line)}**", "", "| metric | value | 95% CI | n | " + " | ".join(f"vs {_md(x)}" for x in labels)
-           + " |", "|---|---|---|---|" + "---|" * len(labels)]
+    out = [f"**{md_cell(line)}**", "",
+           "| metric | value | 95% CI | n | " + " | ".join(f"vs {md_cell(x)}" for x in labels) + " |",
+           "|---|---|---|---|" + "---|" * len(labels)]
     for r in rows:
-        cells = [_md(r.metric), _value(r), _ci(r.result), _n(r.result)] + [_delta_text(r.deltas[x]) for x in labels]
+        cells = [md_cell(r.metric), _value(r), _ci(r.result), _n(r.result)] + [_delta_text(r.deltas[x]) for x in labels]
         out.append("| " + " | ".join(cells) + " |")
     warnings = (gate.flags if gate is not None else []) + judge_warnings(metrics)
     if warnings:
-        out += [""] + [f"> ⚠ {_md(w)}" for w in dict.fromkeys(warnings)]
+        out += [""] + [f"> ⚠ {md_cell(w)}" for w in dict.fromkeys(warnings)]
     return "\n".join(out)
 
 
@@ -246,18 +255,125 @@ def _delta_text(d: Delta) -> str:
     return f"{delta_interval(d)} {d.verdict}".strip()
 
 
-def fmt_num(x: float | None) -> str:
-    """A figure for tables: 3 decimals, 1 above 100, '-' when missing."""
-    if x is None:
-        return "-"
-    return f"{x:.1f}" if abs(x) >= 100 else f"{x:.3f}"
+# ---------------------------------------------------------------- comparison tables
+
+VERDICT_COLOURS = {
+    "regressed": "#c62828",
+    "improved": "#2e7d32",
+    "unchanged": "#546e7a",
+    "inconclusive": "#9e9e9e",
+    "constant": "#ef6c00",
+    "not_comparable": "#6a1b9a",
+    "added": "#1565c0",
+    "removed": "#1565c0",
+}
+
+COMPARISON_CSS = """
+body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:1.5rem;color:#222}
+table.cmp{border-collapse:collapse;font-size:.9rem}
+table.cmp th,table.cmp td{border-bottom:1px solid #ddd;padding:.3rem .6rem;text-align:left}
+table.cmp th{background:#f3f5f7}
+table.cmp td.num{text-align:right;font-variant-numeric:tabular-nums}
+.verdict{color:#fff;border-radius:.6rem;padding:.05rem .5rem;font-size:.8rem;white-space:nowrap}
+ul.notes{font-size:.8rem;color:#555}
+"""
+_HEADER = ("metric", "old", "new", "diff", "95% CI of diff", "n paired", "better", "allowed drop", "verdict")
 
 
-def fmt_signed(x: float | None) -> str:
-    """`fmt_num` with a sign, for differences."""
-    return "-" if x is None else (f"{x:+.1f}" if abs(x) >= 100 else f"{x:+.3f}")
+def _cells(r: MetricComparison) -> list[str]:
+    interval = f"[{fmt_signed(r.diff_low)}, {fmt_signed(r.diff_high)}]" if r.diff_low is not None else "-"
+    if r.basis == "labelled":
+        interval += (f"; labelled {fmt_signed(r.labelled_diff)} "
+                     f"[{fmt_signed(r.labelled_low)}, {fmt_signed(r.labelled_high)}]")
+    direction = "higher" if r.higher_is_better else "lower"
+    return [
+        r.metric, fmt_num(r.old_score), fmt_num(r.new_score), fmt_signed(r.diff), interval,
+        {"paired": f"{r.n_paired}", "unpaired": f"{r.n_new}/{r.n_old} unpaired"}.get(r.method or "", "-"),
+        direction, fmt_num(r.allowed_drop), r.verdict + ("" if r.gated else " (not gated)"),
+    ]
 
 
-def _md(text: str) -> str:
-    """Safe in a Markdown table cell: HTML-escaped (names and labels are untrusted), pipes escaped, one line."""
-    return html.escape(str(text), quote=False).replace("|", "\\|").replace("\n", " ")
+def _title(cmp: Comparison) -> str:
+    return f"{cmp.new_label} vs {cmp.old_label}"
+
+
+def comparison_markdown(cmp: Comparison) -> str:
+    """A comparison as a Markdown table (regressions and improvements in bold)."""
+    lines = [f"**{md_cell(_title(cmp))}**", ""]
+    if not cmp.has_baseline:
+        return "\n".join([*lines, f"No {md_cell(cmp.old_label)} baseline to compare with."])
+    lines.append("| " + " | ".join(_HEADER) + " |")
+    lines.append("|" + "---|" * len(_HEADER))
+    for r in cmp.rows:
+        cells = [md_cell(c) for c in _cells(r)]
+        if r.verdict in ("regressed", "improved"):
+            cells[-1] = f"**{cells[-1]}**"
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def comparison_text(cmp: Comparison) -> str:
+    """A comparison as a plain terminal table (no colour codes, so it reads the same in CI logs)."""
+    if not cmp.has_baseline:
+        return f"{_title(cmp)}: no {cmp.old_label} baseline to compare with."
+    table = [list(_HEADER)] + [_cells(r) for r in cmp.rows]
+    widths = [max(len(row[i]) for row in table) for i in range(len(_HEADER))]
+    numeric = {1, 2, 3, 5, 7}
+    out = [_title(cmp)]
+    for j, row in enumerate(table):
+        cells = [c.rjust(w) if i in numeric and j else c.ljust(w) for i, (c, w) in
+                 enumerate(zip(row, widths, strict=True))]
+        out.append("  ".join(cells).rstrip())
+        if j == 0:
+            out.append("  ".join("-" * w for w in widths))
+    counts = ", ".join(f"{v} {k}" for k, v in sorted(cmp.counts().items()))
+    out.append(f"({counts})")
+    return "\n".join(out)
+
+
+def comparison_html(cmp: Comparison, *, full_page: bool = False, heading: bool = True) -> str:
+    """A comparison as an HTML table with coloured verdicts; `full_page=True` wraps it in a standalone
+    page; `heading=False` leaves out its own title (a report names the comparison itself)."""
+    title = html.escape(_title(cmp))
+    if not cmp.has_baseline:
+        body = f"<p>No {html.escape(cmp.old_label)} baseline to compare with.</p>"
+    else:
+        head = "".join(f"<th>{html.escape(h)}</th>" for h in _HEADER)
+        rows = []
+        for r in cmp.rows:
+            cells = _cells(r)
+            tds = "".join(f'<td class="num">{html.escape(c)}</td>' if i in (1, 2, 3, 4, 5, 7)
+                          else f"<td>{html.escape(c)}</td>" for i, c in enumerate(cells[:-1]))
+            colour = VERDICT_COLOURS[r.verdict]
+            note = f' title="{html.escape(r.note)}"' if r.note else ""
+            tds += (f'<td><span class="verdict" style="background:{colour}"{note}>'
+                    f"{html.escape(cells[-1])}</span></td>")
+            rows.append(f"<tr>{tds}</tr>")
+        notes = [f"<li><b>{html.escape(r.metric)}</b>: {html.escape(r.note)}</li>" for r in cmp.rows if r.note]
+        body = (f'<table class="cmp"><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody>'
+                f"</table>" + (f'<ul class="notes">{"".join(notes)}</ul>' if notes else ""))
+    fragment = f'<section class="comparison">{f"<h3>{title}</h3>" if heading else ""}{body}</section>'
+    if not full_page:
+        return fragment
+    return (f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>{title}</title>'
+            f"<style>{COMPARISON_CSS}</style></head><body>{fragment}</body></html>")
+
+
+# ---------------------------------------------------------------- every metric, for the terminal
+
+
+def metrics_text(metrics: Mapping[str, MetricResult]) -> str:
+    """Every metric of a run with its interval, n, failures and interval method (what run.py prints
+    below the headline), then the prediction-powered estimates where human labels exist."""
+    lines = [f"{'metric':<34} {'score':>7}  {'95% interval':<17} {'n':>4} {'failed':>6}  interval method"]
+    for name, result in sorted(metrics.items()):
+        score = "-" if result.score is None else f"{result.score:.3f}"
+        interval = "" if result.ci_low is None else f"[{result.ci_low:.3f}, {result.ci_high:.3f}]"
+        lines.append(f"{name:<34} {score:>7}  {interval:<17} {result.n_scored:>4} {result.n_failed:>6}  "
+                     f"{result.ci_method or ''}")
+    labelled = {name: r.labelled for name, r in sorted(metrics.items()) if r.labelled}
+    if labelled:  # human labels on some items: the prediction-powered estimate beside the judge's
+        lines += ["", "with human labels (PPI++: the judge on every item, corrected by the labelled ones):"]
+        lines += [f"{name:<34} {e.score:>7.3f}  [{e.ci_low:.3f}, {e.ci_high:.3f}] {e.n_labels:>4} labels "
+                  f"of {e.n_items} items" for name, e in labelled.items()]
+    return "\n".join(lines)

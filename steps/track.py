@@ -13,9 +13,10 @@ from zenml import get_step_context, log_metadata, step
 from zenml.types import HTMLString, MarkdownString
 
 from ragwatch.artifacts import AnswerSet, EvalSet, MetricGroup, RunComparisons
-from ragwatch.compare import GateDecision, compare_runs, gate_decision
+from ragwatch.compare import compare_runs
 from ragwatch.config import EvaluateConfig
 from ragwatch.evalsets import generation_samples
+from ragwatch.gate import GateDecision, gate_decision
 from ragwatch.report import build_html_report, build_markdown_summary
 from ragwatch.summary import judge_models
 from ragwatch.system_metrics import reported_top_k, system_metrics

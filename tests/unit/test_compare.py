@@ -6,15 +6,10 @@ import numpy as np
 import pytest
 from pydantic import ValidationError
 
-from ragwatch.compare import (
-    Comparison,
-    GateThresholds,
-    compare_runs,
-    gate_decision,
-    is_higher_better,
-    matches,
-)
+from ragwatch.compare import Comparison, compare_runs, is_higher_better
+from ragwatch.gate import GateThresholds, gate_decision, matches
 from ragwatch.results import ItemScore, LabelledEstimate, MetricInfo, MetricResult
+from ragwatch.summary import comparison_html, comparison_markdown, comparison_text
 
 LOWER = MetricInfo(direction="lower", scale=None)
 JUDGE = MetricInfo(scale=(1.0, 5.0), prompt_version="v1", family="judge")
@@ -204,7 +199,7 @@ def test_no_baseline_promotes():
     assert gate_decision(cmp, GateThresholds()).reasons == ["no production baseline"]
     assert gate_decision(None, GateThresholds()).promote
     assert gate_decision(compare_runs(new, {}), GateThresholds()).promote
-    assert "no production baseline" in cmp.to_text()
+    assert "no production baseline" in comparison_text(cmp)
 
 
 def test_ungated_regressions_do_not_block_and_typos_in_gated_metrics_do():
@@ -257,9 +252,9 @@ def test_to_frame():
 
 def test_to_markdown_and_text():
     cmp = _mixed()
-    md = cmp.to_markdown()
+    md = comparison_markdown(cmp)
     assert "| metric | old | new | diff |" in md and "**regressed**" in md and "a&lt;b&gt;" in md
-    text = cmp.to_text()
+    text = comparison_text(cmp)
     lines = text.splitlines()
     assert lines[0] == "run 7 vs production"
     assert lines[2].startswith("-----") and "b_metric" in lines[3] and "regressed" in lines[3]
@@ -267,10 +262,10 @@ def test_to_markdown_and_text():
 
 
 def test_to_html_escapes_and_colours():
-    fragment = _mixed().to_html()
+    fragment = comparison_html(_mixed())
     assert "<table" in fragment and "a&lt;b&gt;" in fragment and "a<b>" not in fragment
     assert "#c62828" in fragment  # regressed colour
-    page = _mixed().to_html(full_page=True)
+    page = comparison_html(_mixed(), full_page=True)
     assert page.startswith("<!DOCTYPE html>") and "<style>" in page and "<script" not in page
 
 
@@ -336,7 +331,7 @@ def test_human_labels_decide_when_both_runs_have_them():
     assert row.labelled_high == pytest.approx(-0.1 + 0.03 * 2 ** 0.5)
     (reason,) = gate_decision(cmp, th).reasons
     assert "human labels" in reason and "-0.100" in reason
-    assert "labelled -0.100" in cmp.to_text()
+    assert "labelled -0.100" in comparison_text(cmp)
     # labels in one run only: the judge's interval decides, and the row says why
     one = compare_runs({"correctness": new}, {"correctness": result("correctness", BASE, info=JUDGE)})
     assert one.row("correctness").basis == "judge" and "one run only" in one.row("correctness").note

@@ -10,7 +10,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from ragwatch.compare import GateDecision, GateThresholds, compare_runs, gate_decision
+from ragwatch.compare import compare_runs
+from ragwatch.gate import GateDecision, GateThresholds, gate_decision
 from ragwatch.report import build_html_report, build_markdown_summary
 from ragwatch.results import ItemScore, MetricInfo, MetricResult
 from ragwatch.summary import ReportSettings

@@ -18,8 +18,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ragwatch.compare import GateThresholds, compare_runs, gate_decision
+from ragwatch.compare import compare_runs
 from ragwatch.e2e import E2ETables, run_e2e_tests
+from ragwatch.gate import GateThresholds, gate_decision
 from ragwatch.report import build_html_report
 from ragwatch.results import ItemScore, MetricInfo, MetricResult
 from ragwatch.summary import DEFAULT_HEADLINE, ReportSettings

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from ragwatch.compare import GateThresholds, compare_runs, gate_decision
+from ragwatch.compare import compare_runs
+from ragwatch.gate import GateThresholds, gate_decision
 from ragwatch.retrieval import MatchSettings
 from ragwatch.system_metrics import (
     CONTEXT_PRECISION,

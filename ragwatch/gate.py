@@ -1,0 +1,173 @@
+"""The regression gate: promote a run or not, from its comparison with production.
+
+`GateThresholds` is the team's rule: how far each metric may drop, which metrics gate, and what an
+"inconclusive" gated metric does (`inconclusive`): "promote" (only clear regressions block), "hold"
+(any inconclusive gated metric holds the promotion), "min_n" (the default: inconclusive holds only
+when fewer than `min_n` items were compared, i.e. when the evaluation set is too small to decide).
+`gate_decision` reads the verdicts of a `ragwatch.compare.Comparison` and returns a `GateDecision`.
+
+Example:
+    >>> comparison = compare_runs(new_metrics, production_metrics, thresholds=GateThresholds())
+    >>> decision = gate_decision(comparison, GateThresholds())
+    >>> decision.promote, decision.status, decision.reasons
+"""
+
+from __future__ import annotations
+
+import math
+from fnmatch import fnmatchcase
+from typing import TYPE_CHECKING, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from ragwatch.fmt import fmt_num, fmt_signed
+
+if TYPE_CHECKING:
+    from ragwatch.compare import Comparison, MetricComparison
+
+InconclusiveRule = Literal["promote", "hold", "min_n"]
+GateStatus = Literal["promote", "regressed", "hold", "no_baseline"]
+
+
+def matches(name: str, pattern: str) -> bool:
+    """True when `pattern` equals `name`, is a prefix of it, or matches it as a glob (`hit_rate@*`)."""
+    return name == pattern or name.startswith(pattern) or fnmatchcase(name, pattern)
+
+
+class GateThresholds(BaseModel):
+    """How much each metric may drop before the gate refuses a promotion.
+
+    Drops are absolute, in the metric's own units (0.02 on a 0-1 rate is two points). Names in
+    `per_metric`, `gated_metrics` and `lower_is_better` match exactly, by prefix or as globs.
+    A metric's direction comes from its `MetricInfo`; `lower_is_better` only overrides it for
+    metrics whose producer declares it wrongly. `inconclusive` and `min_n`: see the module docstring.
+
+    Example:
+        >>> GateThresholds(default_allowed_drop=0.02, per_metric={"faithfulness": 0.05},
+        ...                gated_metrics=["system/hit_rate", "faithfulness"], inconclusive="min_n", min_n=30)
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    default_allowed_drop: float = Field(0.0, ge=0.0)
+    per_metric: dict[str, float] = Field(default_factory=dict)
+    gated_metrics: list[str] | None = None  # None: every metric present in both runs
+    lower_is_better: list[str] = Field(default_factory=list)
+    inconclusive: InconclusiveRule = "min_n"
+    min_n: int = Field(30, ge=2)
+
+    @field_validator("per_metric")
+    @classmethod
+    def _non_negative(cls, value: dict[str, float]) -> dict[str, float]:
+        bad = {k: v for k, v in value.items() if not (math.isfinite(v) and v >= 0)}
+        if bad:
+            raise ValueError(f"allowed drops must be finite and >= 0 (a drop, not a change): {bad}")
+        return value
+
+    def allowed_drop(self, metric: str) -> float:
+        if metric in self.per_metric:
+            return self.per_metric[metric]
+        for pattern, drop in self.per_metric.items():
+            if matches(metric, pattern):
+                return drop
+        return self.default_allowed_drop
+
+    def is_gated(self, metric: str) -> bool:
+        return self.gated_metrics is None or any(matches(metric, p) for p in self.gated_metrics)
+
+    def is_lower_better(self, metric: str) -> bool:
+        return any(matches(metric, p) for p in self.lower_is_better)
+
+
+class GateDecision(BaseModel):
+    """Promote or not, and why (one reason per regressed or held metric, or why it passed).
+
+    `status`: "promote", "regressed" (a gated metric got worse), "hold" (nothing regressed but the
+    team's inconclusive rule asks for more evidence), "no_baseline" (first evaluation: promoted).
+    `flags`: warnings that do not decide, e.g. a constant judge that was excluded from gating.
+    """
+
+    promote: bool
+    reasons: list[str] = Field(default_factory=list)
+    status: GateStatus = "promote"
+    flags: list[str] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _status_agrees(self) -> GateDecision:
+        # a decision built by hand with promote=False and no status is a refusal
+        if not self.promote and self.status in ("promote", "no_baseline"):
+            self.status = "regressed"
+        if self.promote and self.status in ("regressed", "hold"):
+            raise ValueError(f"promote=True contradicts status {self.status!r}")
+        return self
+
+
+def gate_decision(comparison: Comparison | None, thresholds: GateThresholds | None = None) -> GateDecision:
+    """Promote unless a gated metric regressed beyond its allowed drop (or vanished), or the team's
+    inconclusive rule holds the promotion.
+
+    Refuses also when a gated metric has no scored item in the new run, when a metric named in
+    `gated_metrics` is missing from the new run, and when a `gated_metrics` pattern matches nothing
+    (most likely a typo in the config). Constant judges never gate; they are listed in `flags`.
+    """
+    thresholds = thresholds or GateThresholds()
+    if comparison is None or not comparison.has_baseline:
+        return GateDecision(promote=True, reasons=["no production baseline"], status="no_baseline")
+    reasons: list[str] = []
+    held: list[str] = []
+    flags: list[str] = []
+    for r in comparison.rows:
+        if r.constant_value is not None:
+            flags.append(_constant_flag(r))
+        if r.verdict == "not_comparable" and r.n_new > 0:
+            flags.append(f"{r.metric}: {r.note}")
+        if not thresholds.is_gated(r.metric):
+            continue
+        diff, low, high = r.decided_interval
+        basis = " from human labels (prediction-powered)" if r.basis == "labelled" else ""
+        if r.verdict == "regressed":
+            worse = "dropped" if r.higher_is_better else "rose"
+            reasons.append(
+                f"{r.metric} regressed: {worse} by {fmt_num(abs(diff or 0.0))} "
+                f"({fmt_num(r.old_score)} -> {fmt_num(r.new_score)}, diff {fmt_signed(diff)}, "
+                f"95% CI{basis} [{fmt_signed(low)}, {fmt_signed(high)}], {r.method}, n={r.n_compared}), "
+                f"beyond the allowed drop of {fmt_num(r.allowed_drop)}"
+            )
+        elif r.verdict == "not_comparable" and r.n_new == 0 and r.n_old > 0:
+            reasons.append(f"{r.metric}: no item could be scored in the new run ({r.note})")
+        elif r.verdict == "removed" and thresholds.gated_metrics is not None:
+            reasons.append(f"{r.metric} is gated but missing from the new run")
+        elif r.verdict == "inconclusive" and _holds(r, thresholds):
+            why = ("the team's rule holds every inconclusive gated metric" if thresholds.inconclusive == "hold"
+                   else f"only {r.n_compared} items compared, fewer than min_n={thresholds.min_n}")
+            held.append(f"{r.metric} inconclusive: diff {fmt_signed(diff)}, 95% CI{basis} "
+                        f"[{fmt_signed(low)}, {fmt_signed(high)}] neither rules out a drop beyond "
+                        f"{fmt_num(r.allowed_drop)} nor shows one; {why}")
+    for pattern in thresholds.gated_metrics or []:
+        if not any(matches(r.metric, pattern) for r in comparison.rows):
+            reasons.append(f"gated metric {pattern!r} matches no metric in either run; "
+                           f"check gated_metrics in the config (have {[r.metric for r in comparison.rows]})")
+    if reasons:
+        return GateDecision(promote=False, reasons=reasons + held, status="regressed", flags=flags)
+    if held:
+        advice = ("add questions to the evaluation set, or set gate.inconclusive: promote to accept "
+                  "undecided metrics")
+        return GateDecision(promote=False, reasons=[*held, advice], status="hold", flags=flags)
+    counts = comparison.counts()
+    summary = ", ".join(f"{v} {k}" for k, v in sorted(counts.items()))
+    reason = f"no gated metric regressed vs {comparison.old_label} ({summary})"
+    return GateDecision(promote=True, reasons=[reason], status="promote", flags=flags)
+
+
+def _holds(row: MetricComparison, thresholds: GateThresholds) -> bool:
+    if thresholds.inconclusive == "hold":
+        return True
+    if thresholds.inconclusive == "min_n":
+        return row.n_compared < thresholds.min_n
+    return False
+
+
+def _constant_flag(row: MetricComparison) -> str:
+    return (f"{row.metric}: the judge gave every item {fmt_num(row.constant_value)} in this run; it measures "
+            "nothing here and does not gate (check its prompt and threshold, or use a stronger judge model)"
+            + (f"; {row.note}" if row.note else ""))
