@@ -62,6 +62,9 @@ class EvalSetConfig(_Strict):
     # The ZenML guide's question -> page pairs (they fit the bundled sample corpus; its config sets them).
     handwritten_retrieval_cases: str | None = None
     zenml_qa: str | None = None
+    # Imported questions with a source passage but no answer get a reference answer written by the
+    # generator from that passage (ragwatch/references.py), so answer-level metrics score them too.
+    write_reference_answers: bool = False
 
 
 class RetrievalEvalSettings(_Strict):

@@ -13,6 +13,7 @@ from ragwatch.embeddings import EmbeddingSettings, get_embedder
 from ragwatch.evalsets import import_labelled_samples, merge_samples
 from ragwatch.index import Index
 from ragwatch.llm.client import LLMClient
+from ragwatch.references import needs_reference, write_reference_answers
 from ragwatch.testset import Testset, generate_testset
 from steps.secrets import export_api_keys
 
@@ -45,6 +46,15 @@ def generate_synthetic_set(
 def import_labelled_sets(config: EvalSetConfig) -> Annotated[EvalSet, "imported_eval_set"]:
     """Labelled sets named in the config (handcrafted cases, the ZenML question set, JSONL/CSV/HF)."""
     samples, report = import_labelled_samples(config)
+    if config.write_reference_answers and any(needs_reference(s) for s in samples):
+        export_api_keys()
+        llm = LLMClient(config.generator)
+        samples, failures = write_reference_answers(samples, llm)
+        report["reference_answers"] = {
+            "written": sum(1 for s in samples if s.metadata.get("reference_prompt_version")),
+            "failed": len(failures), "failures": [f.model_dump() for f in failures[:20]],
+            "generator_model": config.generator.model, "usage": llm.usage.model_dump(),
+        }
     log_metadata(metadata={"imports": report})
     return EvalSet(samples=samples, metadata={"imports": report})
 
