@@ -24,7 +24,9 @@ from ragwatch.llm.client import LLMClient
 from ragwatch.llm.types import LLMSettings
 from ragwatch.rag import RAGSystem, build_rag
 from ragwatch.results import MetricResult
-from ragwatch.retrieval import RememberedEmbedder, evaluate_retrieval, rankings_with_documents
+from ragwatch.retrieval.embedding_cache import RememberedEmbedder
+from ragwatch.retrieval.evaluate import evaluate_retrieval
+from ragwatch.retrieval.ranking import rankings_with_documents
 from ragwatch.types import EvalSample, RagAnswer
 
 

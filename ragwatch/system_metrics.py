@@ -30,7 +30,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ragwatch.results import ItemScore, MetricInfo, MetricResult
-from ragwatch.retrieval import MatchSettings, hits_from_contexts, judge, reciprocal_rank
+from ragwatch.retrieval.matching import MatchSettings, judge
+from ragwatch.retrieval.measures import reciprocal_rank
+from ragwatch.retrieval.ranking import hits_from_contexts
 from ragwatch.types import EvalSample, RagAnswer
 
 HIT_RATE = "system/hit_rate"
