@@ -10,14 +10,21 @@ their first 10 words; a retriever that drops the best hit.
 No-ops (must promote): the identical configuration with a cold LLM cache; another sampling seed;
 a cosmetic whitespace change of the prompt.
 
-The evaluation set: the ZenML question set's questions whose page is in the bundled corpus, plus
-the guide's handwritten question -> page cases (no reference answers: coverage reads the passage
-each question was written from). Gated: the system metrics of `ragwatch.system_metrics` (no LLM:
-cheap, and deterministic when retrieval is). LLM judges are not in this benchmark (one 0.5B judge
-call costs 3-10 s here); their constant/labelled handling is covered by tests/unit/test_compare.py.
+Two evaluation sets and gates:
+- `--generator local` (the product's default): the embedded default's own evaluation set (the
+  labelled ZenML questions of the sample corpus with their written reference answers, plus the
+  synthetic pairs, exactly as `python run.py testset` builds them), the default's models (the 0.5B
+  generator, at temperature 0.3 so that the seed no-op really changes the answers; the 1.5B
+  faithfulness judge) and the default's gate from `configs/evaluate.yaml` (system metrics, answer
+  grounding, faithfulness; `min_n`). Every LLM call goes through the LLM cache in
+  `.ragwatch/gate_power/llm`; the cold-cache no-op uses an empty cache for the generator and judge.
+- any other generator: the ZenML question set's questions whose page is in the bundled corpus plus
+  the guide's handwritten question -> page cases (no reference answers: coverage reads the passage
+  each question was written from), gated on the system metrics of `ragwatch.system_metrics` only
+  (no LLM judge: cheap, and deterministic when retrieval is).
 
 Usage:
-    python benchmarks/gate_power.py                              # generator: the real local model
+    python benchmarks/gate_power.py --generator local            # the default's models and gate
     python benchmarks/gate_power.py --generator extractive       # fake extractive generator, ~1 min
     python benchmarks/gate_power.py --sizes 8,16,24 --markdown reports/gate_power.md
 
@@ -43,19 +50,24 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from ragwatch.chunking import chunk_documents  # noqa: E402
-from ragwatch.compare import Comparison, GateDecision, GateThresholds, compare_runs, gate_decision  # noqa: E402
+from ragwatch.compare import Comparison, compare_runs  # noqa: E402
 from ragwatch.config import FullConfig  # noqa: E402
 from ragwatch.config_loader import load_config  # noqa: E402
 from ragwatch.datasets import load_handwritten_retrieval_cases, load_zenml_qa  # noqa: E402
 from ragwatch.documents import load_documents  # noqa: E402
 from ragwatch.embeddings import Embedder, get_embedder  # noqa: E402
+from ragwatch.evalsets import generation_samples, import_labelled_samples, merge_samples  # noqa: E402
+from ragwatch.evaluation import judge_answers  # noqa: E402
+from ragwatch.gate import GateDecision, GateThresholds, gate_decision  # noqa: E402
 from ragwatch.index import Index  # noqa: E402
 from ragwatch.llm.client import LLMClient  # noqa: E402
 from ragwatch.llm.types import TINY_MODEL, LLMSettings  # noqa: E402
 from ragwatch.rag import BuiltinRAG, RagSettings, build_prompt, format_contexts  # noqa: E402
+from ragwatch.references import write_reference_answers  # noqa: E402
 from ragwatch.results import MetricResult  # noqa: E402
 from ragwatch.retrieval import MatchSettings, unmatched_labels  # noqa: E402
 from ragwatch.system_metrics import system_metrics  # noqa: E402
+from ragwatch.testset import generate_testset  # noqa: E402
 from ragwatch.types import EvalSample, RagAnswer, SearchHit  # noqa: E402
 
 CACHE = ROOT / ".ragwatch" / "gate_power"
@@ -201,54 +213,105 @@ class Outcome:
         return blocked == self.change.regression and (not blocked or self.decision.status == "regressed")
 
 
-def evaluate(samples: list[EvalSample], answers: list[RagAnswer], match: MatchSettings,
-             top_k: int) -> dict[str, MetricResult]:
-    return system_metrics(samples, answers, match=match, k=top_k)
+def default_eval_set(config: FullConfig, index: Index, embedder: Embedder, cache_dir: Path) -> list[EvalSample]:
+    """The embedded default's answered items, built as `python run.py testset` builds them."""
+    generator = LLMClient(config.testset.generator.model_copy(update={"cache_dir": str(cache_dir)}))
+    imported, _ = import_labelled_samples(config.testset)
+    if config.testset.write_reference_answers:
+        imported, _ = write_reference_answers(imported, generator)
+    synthetic = generate_testset(index, generator, embedder, config.testset.testset).samples
+    return generation_samples(merge_samples(synthetic, imported))
+
+
+@dataclass
+class Evaluator:
+    """The metrics of one set of answers: system metrics, and the default's judges when `judges` is set."""
+
+    match: MatchSettings
+    judges: Any = None  # a JudgesConfig
+    embedder: Embedder | None = None
+
+    def __call__(self, samples: list[EvalSample], answers: list[RagAnswer], top_k: int,
+                 cache_dir: str | None = None) -> dict[str, MetricResult]:
+        metrics = system_metrics(samples, answers, match=self.match, k=top_k)
+        if self.judges is not None:
+            config = self.judges
+            if cache_dir is not None:
+                config = config.model_copy(update={"llm": config.llm.model_copy(update={"cache_dir": cache_dir})})
+            judged, _usage = judge_answers(samples, answers, config, self.embedder)
+            metrics.update(judged)
+        return metrics
 
 
 def run(generator: str, limit: int | None, gate: GateThresholds = GATE,
-        sizes: tuple[int, ...] = ()) -> tuple[list[Outcome], dict[int, dict[str, str]], int]:
+        sizes: tuple[int, ...] = ()) -> tuple[list[Outcome], dict[int, dict[str, str]], int, GateThresholds]:
     """Every planted change gated against the baseline; also, per subset size, the gate's status."""
     config = load_config(ROOT / "configs" / "full.yaml", FullConfig)
     match = config.evaluate.retrieval.match
     index, embedder = build_index(config)
-    samples = question_set(index, match)[:limit]
-    QUESTIONS[:] = [s.question for s in samples]
+    evaluate = Evaluator(match)
     server = None
+    if generator == "local":
+        llm_cache = CACHE / "llm"
+        samples = default_eval_set(config, index, embedder, llm_cache)[:limit]
+        llm = config.evaluate.system.generator.model_copy(
+            update={"temperature": 0.3, "seed": 0, "cache_dir": str(llm_cache)})
+        judges = config.evaluate.judges
+        judges = judges.model_copy(update={"enabled": [j for j in judges.enabled if j != "perplexity"],
+                                           "llm": judges.llm.model_copy(update={"cache_dir": str(llm_cache)})})
+        evaluate = Evaluator(match, judges, embedder)
+        gate = config.evaluate.gate
+    else:
+        samples = question_set(index, match)[:limit]
+    QUESTIONS[:] = [s.question for s in samples]
     if generator == "extractive":
         sys.path.insert(0, str(ROOT / "tests"))
         from fake_llm_server import FakeLLMServer
 
         server = FakeLLMServer(responder=extractive_reply).start()
         llm = LLMSettings(model="openai/extractive", api_base=server.base_url, cache=False, max_tokens=80)
-    else:
+    elif generator != "local":
         llm = LLMSettings(model=generator, temperature=0.3, seed=0, max_tokens=80,
                           cache_dir=str(CACHE / "llm"), concurrency=1)
     try:
         started = time.perf_counter()
         base_answers = BASELINE(index, embedder, llm)
-        base = evaluate(samples, base_answers, match, 3)
-        print(f"baseline: {len(samples)} questions answered in {time.perf_counter() - started:.0f} s", flush=True)
+        base = evaluate(samples, base_answers, 3)
+        print(f"baseline: {len(samples)} questions answered and evaluated in "
+              f"{time.perf_counter() - started:.0f} s", flush=True)
         outcomes, per_size = [], {n: {} for n in sizes}
         for change in changes():
             started = time.perf_counter()
             answers = change.make(index, embedder, llm)
             answers = truncate(base_answers) if answers is None else answers
             top_k = 1 if change.name.startswith("top_k") else 3
-            metrics = evaluate(samples, answers, match, top_k)
+            cold = tempfile.mkdtemp(prefix="cold-judge-cache-") if "cold" in change.name else None
+            metrics = evaluate(samples, answers, top_k, cache_dir=cold)
             comparison = compare_runs(metrics, base, thresholds=gate, new_label=change.name, old_label="baseline")
             outcome = Outcome(change, comparison, gate_decision(comparison, gate), time.perf_counter() - started)
             outcomes.append(outcome)
             print(f"  {change.name}: {'blocked' if not outcome.decision.promote else 'promoted'} "
                   f"({outcome.decision.status}, {outcome.seconds:.0f} s)", flush=True)
             for n in sizes:
-                sub = compare_runs(evaluate(samples[:n], answers[:n], match, top_k),
-                                   evaluate(samples[:n], base_answers[:n], match, 3), thresholds=gate)
+                sub = compare_runs(_first(metrics, samples[:n], answers[:n], evaluate.match, top_k),
+                                   _first(base, samples[:n], base_answers[:n], evaluate.match, 3), thresholds=gate)
                 per_size[n][change.name] = gate_decision(sub, gate).status
     finally:
         if server is not None:
             server.stop()
-    return outcomes, per_size, len(samples)
+    return outcomes, per_size, len(samples), gate
+
+
+def _first(metrics: dict[str, MetricResult], samples: list[EvalSample], answers: list[RagAnswer],
+           match: MatchSettings, top_k: int) -> dict[str, MetricResult]:
+    """The metrics on the first N items: system metrics recomputed, judged metrics restricted (no new calls)."""
+    subset = system_metrics(samples, answers, match=match, k=top_k)
+    ids = {s.id for s in samples}
+    for name, result in metrics.items():
+        if name not in subset:
+            items = [it for it in result.items if it.item_id in ids]
+            subset[name] = MetricResult.from_items(name, items, info=result.info)
+    return subset
 
 
 def table(outcomes: list[Outcome], gate: GateThresholds) -> str:
@@ -270,17 +333,18 @@ def table(outcomes: list[Outcome], gate: GateThresholds) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--generator", default=TINY_MODEL,
-                        help=f"litellm model of the system's generator, or 'extractive' (default {TINY_MODEL})")
+    parser.add_argument("--generator", default="local",
+                        help="'local': the embedded default's models, evaluation set and gate; 'extractive': "
+                             f"a fake extractive generator; or a litellm model string (e.g. {TINY_MODEL})")
     parser.add_argument("--limit", type=int, default=None, help="use the first N questions only")
     parser.add_argument("--sizes", default="8,16,24", help="also gate on the first N questions, for each N")
     parser.add_argument("--markdown", default=None, help="write the tables to this Markdown file too")
     args = parser.parse_args(argv)
     sizes = tuple(int(n) for n in args.sizes.split(",") if n.strip())
     started = time.perf_counter()
-    outcomes, per_size, n = run(args.generator, args.limit, GATE, sizes)
+    outcomes, per_size, n, gate = run(args.generator, args.limit, GATE, sizes)
     out = [f"Gate power: {n} questions, generator {args.generator}, "
-           f"{time.perf_counter() - started:.0f} s in all", "", table(outcomes, GATE), ""]
+           f"{time.perf_counter() - started:.0f} s in all", "", table(outcomes, gate), ""]
     for o in outcomes:
         if not o.decision.promote:
             out.append(f"- {o.change.name}: " + "; ".join(o.decision.reasons))

@@ -16,7 +16,7 @@ pytestmark = pytest.mark.slow  # builds the sample corpus's index once (cached i
 
 
 def test_every_regression_blocked_and_no_noop() -> None:
-    outcomes, _, n = gate_power.run("extractive", None)
+    outcomes, _, n, _gate = gate_power.run("extractive", None)
     assert n >= 30
     assert len(outcomes) == 8
     for o in outcomes:
