@@ -55,6 +55,7 @@ from ragwatch.config import FullConfig  # noqa: E402
 from ragwatch.config_loader import load_config  # noqa: E402
 from ragwatch.datasets import load_handwritten_retrieval_cases, load_zenml_qa  # noqa: E402
 from ragwatch.documents import load_documents  # noqa: E402
+from ragwatch.e2e import TABLES, E2ETables, load_e2e_tables, run_e2e_tests  # noqa: E402
 from ragwatch.embeddings import Embedder, get_embedder  # noqa: E402
 from ragwatch.evalsets import generation_samples, import_labelled_samples, merge_samples  # noqa: E402
 from ragwatch.evaluation import judge_answers  # noqa: E402
@@ -230,10 +231,15 @@ class Evaluator:
     match: MatchSettings
     judges: Any = None  # a JudgesConfig
     embedder: Embedder | None = None
+    e2e: E2ETables | None = None  # keyword tests: their questions follow the samples' in the answers
 
     def __call__(self, samples: list[EvalSample], answers: list[RagAnswer], top_k: int,
                  cache_dir: str | None = None) -> dict[str, MetricResult]:
+        answers, e2e_answers = answers[:len(samples)], answers[len(samples):]
         metrics = system_metrics(samples, answers, match=self.match, k=top_k)
+        if self.e2e is not None:
+            by_question = {a.question: a for a in e2e_answers}
+            metrics.update(run_e2e_tests(self.e2e, lambda qs: [by_question[q] for q in qs]).metrics)
         if self.judges is not None:
             config = self.judges
             if cache_dir is not None:
@@ -259,11 +265,14 @@ def run(generator: str, limit: int | None, gate: GateThresholds = GATE,
         judges = config.evaluate.judges
         judges = judges.model_copy(update={"enabled": [j for j in judges.enabled if j != "perplexity"],
                                            "llm": judges.llm.model_copy(update={"cache_dir": str(llm_cache)})})
-        evaluate = Evaluator(match, judges, embedder)
+        tables = load_e2e_tables(config.evaluate.e2e.tables) if config.evaluate.e2e.tables else None
+        evaluate = Evaluator(match, judges, embedder, tables)
         gate = config.evaluate.gate
     else:
         samples = question_set(index, match)[:limit]
     QUESTIONS[:] = [s.question for s in samples]
+    if evaluate.e2e is not None:
+        QUESTIONS.extend(dict.fromkeys(c.question for name in TABLES for c in getattr(evaluate.e2e, name).cases))
     if generator == "extractive":
         sys.path.insert(0, str(ROOT / "tests"))
         from fake_llm_server import FakeLLMServer
@@ -294,7 +303,8 @@ def run(generator: str, limit: int | None, gate: GateThresholds = GATE,
                   f"({outcome.decision.status}, {outcome.seconds:.0f} s)", flush=True)
             for n in sizes:
                 sub = compare_runs(_first(metrics, samples[:n], answers[:n], evaluate.match, top_k),
-                                   _first(base, samples[:n], base_answers[:n], evaluate.match, 3), thresholds=gate)
+                                   _first(base, samples[:n], base_answers[:n], evaluate.match, 3),
+                                   thresholds=gate)
                 per_size[n][change.name] = gate_decision(sub, gate).status
     finally:
         if server is not None:
@@ -308,9 +318,11 @@ def _first(metrics: dict[str, MetricResult], samples: list[EvalSample], answers:
     subset = system_metrics(samples, answers, match=match, k=top_k)
     ids = {s.id for s in samples}
     for name, result in metrics.items():
-        if name not in subset:
-            items = [it for it in result.items if it.item_id in ids]
-            subset[name] = MetricResult.from_items(name, items, info=result.info)
+        if name in subset:
+            continue
+        items = [it for it in result.items if it.item_id in ids]
+        # keyword tests are not a sample of the questions: they stay whole
+        subset[name] = MetricResult.from_items(name, items, info=result.info) if items else result
     return subset
 
 
