@@ -72,7 +72,7 @@ class MetricComparison(BaseModel):
     n_paired: int = 0
     n_old: int = 0  # items scored in the old run
     n_new: int = 0
-    method: Literal["paired", "unpaired"] | None = None
+    method: Literal["paired", "unpaired", "exact"] | None = None
     higher_is_better: bool = True
     allowed_drop: float = 0.0
     gated: bool = True
@@ -87,7 +87,7 @@ class MetricComparison(BaseModel):
     @property
     def n_compared(self) -> int:
         """Items behind the interval: pairs, or the smaller run when unpaired."""
-        return self.n_paired if self.method == "paired" else min(self.n_new, self.n_old)
+        return self.n_paired if self.method in ("paired", "exact") else min(self.n_new, self.n_old)
 
     @property
     def decided_interval(self) -> tuple[float | None, float | None, float | None]:
@@ -226,6 +226,8 @@ def _compare_metric(name: str, new: MetricResult, old: MetricResult, thresholds:
         row.note = f"no scored item in the {which} run"
         return row
 
+    if new.info.family == "e2e" and new_scores is not None and old_scores is not None:
+        return _compare_cases(row, new_scores, old_scores)
     min_pairs = _MIN_PAIRED_FRACTION * min(len(new_values), len(old_values))
     if new_scores is not None and old_scores is not None and common and len(common) >= min_pairs:
         diff, low, high = bootstrap_paired_diff_ci(
@@ -267,6 +269,30 @@ def _compare_metric(name: str, new: MetricResult, old: MetricResult, thresholds:
     gain_high = high if row.higher_is_better else -low
     if row.verdict == "unchanged" and gain_high < 0:
         _add_note(row, "a drop, but within the allowed drop")
+    return row
+
+
+def _compare_cases(row: MetricComparison, new: dict[str, float], old: dict[str, float]) -> MetricComparison:
+    """Handcrafted tests are the whole population, not a sample of one: the difference over the cases
+    both runs scored is exact (no interval, no minimum n), and the cases that flipped are named."""
+    common = [case for case in new if case in old]
+    row.method, row.n_paired = "exact", len(common)
+    if not common:
+        row.verdict = "not_comparable"
+        row.note = "no test case in common"
+        return row
+    diff = sum(new[c] - old[c] for c in common) / len(common)
+    row.diff = row.diff_low = row.diff_high = diff
+    row.verdict = _verdict(diff, diff, row.higher_is_better, row.allowed_drop)
+    better = (lambda c: new[c] > old[c]) if row.higher_is_better else (lambda c: new[c] < old[c])
+    worse = [c for c in common if new[c] != old[c] and not better(c)]
+    fixed = [c for c in common if new[c] != old[c] and better(c)]
+    notes = [f"exact over {len(common)} handcrafted cases"]
+    notes += [f"worse: {', '.join(worse[:5])}"] if worse else []
+    notes += [f"better: {', '.join(fixed[:5])}"] if fixed else []
+    if len(common) < max(len(new), len(old)):
+        notes.append(f"{len(new) - len(common)} new and {len(old) - len(common)} removed cases not compared")
+    _add_note(row, "; ".join(notes))
     return row
 
 

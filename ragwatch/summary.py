@@ -288,7 +288,8 @@ def _cells(r: MetricComparison) -> list[str]:
     direction = "higher" if r.higher_is_better else "lower"
     return [
         r.metric, fmt_num(r.old_score), fmt_num(r.new_score), fmt_signed(r.diff), interval,
-        {"paired": f"{r.n_paired}", "unpaired": f"{r.n_new}/{r.n_old} unpaired"}.get(r.method or "", "-"),
+        {"paired": f"{r.n_paired}", "unpaired": f"{r.n_new}/{r.n_old} unpaired",
+         "exact": f"{r.n_paired} cases"}.get(r.method or "", "-"),
         direction, fmt_num(r.allowed_drop), r.verdict + ("" if r.gated else " (not gated)"),
     ]
 

@@ -390,3 +390,23 @@ def test_a_change_of_judge_model_or_prompt_is_not_comparable_and_does_not_gate()
     v5 = result("faithfulness", scores_new, info=old.info.model_copy(update={"prompt_version": "faithfulness-v5"}))
     assert "prompt faithfulness-v4 -> faithfulness-v5" in compare_runs(
         {"faithfulness": v5}, {"faithfulness": old}, thresholds=thresholds).row("faithfulness").note
+
+
+def test_handcrafted_tests_compare_exactly_case_by_case_at_any_n():
+    # keyword tests are the whole population: a flipped case is a measured change, not a small sample
+    e2e = MetricInfo(direction="lower", binary=True, family="e2e", measure="failure_rate")
+    th = GateThresholds(default_allowed_drop=0.05, gated_metrics=["e2e_failure_rate"], inconclusive="min_n", min_n=30)
+    ids = ["bad/0", "bad/1", "good/0", "good/1", "good/2", "good/3"]
+    old = result("e2e_failure_rate", [0, 0, 1, 0, 0, 0], ids=ids, info=e2e)
+    worse = result("e2e_failure_rate", [1, 0, 1, 0, 0, 0], ids=ids, info=e2e)
+    row = compare_runs({"e2e_failure_rate": worse}, {"e2e_failure_rate": old}, thresholds=th).row("e2e_failure_rate")
+    assert (row.verdict, row.method, row.n_compared) == ("regressed", "exact", 6)
+    assert row.diff == row.diff_low == row.diff_high == pytest.approx(1 / 6)
+    assert "worse: bad/0" in row.note
+    better = result("e2e_failure_rate", [0, 0, 0, 0, 0, 0], ids=ids, info=e2e)
+    cmp = compare_runs({"e2e_failure_rate": better}, {"e2e_failure_rate": old}, thresholds=th)
+    assert cmp.row("e2e_failure_rate").verdict == "improved" and "better: good/0" in cmp.row("e2e_failure_rate").note
+    assert gate_decision(cmp, th).status == "promote"  # decided at n = 6: nothing to hold
+    swapped = result("e2e_failure_rate", [1, 0, 0, 0, 0, 0], ids=ids, info=e2e)  # one fixed, one broken
+    row = compare_runs({"e2e_failure_rate": swapped}, {"e2e_failure_rate": old}, thresholds=th).row("e2e_failure_rate")
+    assert row.verdict == "unchanged" and "worse: bad/0" in row.note and "better: good/0" in row.note
