@@ -35,7 +35,7 @@ def main() -> int:
     from ragwatch.chunking import ChunkingSettings, chunk_documents
     from ragwatch.documents import load_documents
     from ragwatch.embeddings import EmbeddingSettings, get_embedder
-    from ragwatch.judges.faithfulness import verify_many
+    from ragwatch.judges.verify import verify_many
     from ragwatch.llm import LLMClient, LLMSettings, local
     from ragwatch.testset import build_prompt, qa_schema
 

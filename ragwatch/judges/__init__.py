@@ -17,7 +17,7 @@ from ragwatch.judges.config import JudgesConfig, build_judges
 from ragwatch.judges.correctness import CorrectnessJudge
 from ragwatch.judges.custom import CustomRubric, CustomRubricJudge, load_custom_rubrics, parse_custom_rubrics
 from ragwatch.judges.engine import Call, LLMJudge, Score, gather, run_judge, run_judges
-from ragwatch.judges.faithfulness import FaithfulnessJudge, StatementVerdict, verify_statements
+from ragwatch.judges.faithfulness import FaithfulnessJudge
 from ragwatch.judges.injection import PAYLOADS, InjectionResult, inject, measure_injection
 from ragwatch.judges.likert import Criterion, LikertJudge
 from ragwatch.judges.perplexity import PerplexityJudge
@@ -27,6 +27,7 @@ from ragwatch.judges.relevance import AnswerRelevanceJudge, ContextRelevanceJudg
 from ragwatch.judges.rubric import RubricJudge
 from ragwatch.judges.similarity import SimilarityJudge
 from ragwatch.judges.support import SupportJudge
+from ragwatch.judges.verify import StatementVerdict, verify_statements
 
 __all__ = [
     "PAYLOADS",

@@ -9,7 +9,7 @@ import pytest
 from test_judges_support import MockLLM, answer, fake_server, is_repair, last_user, no_nan, sample
 
 from ragwatch.judges import FaithfulnessJudge, verify_statements
-from ragwatch.judges.faithfulness import (
+from ragwatch.judges.verify import (
     VERIFY_BATCH_SYSTEM,
     VERIFY_SYSTEM,
     VerdictReply,
@@ -308,13 +308,15 @@ def test_sentence_statements_make_one_call_per_item_and_tell_the_verifier_the_qu
     assert [it.score for it in result.items] == [pytest.approx(2 / 3), 1.0]
     users = [last_user(r["messages"]) for r in server.requests]
     assert all("Split the ANSWER" not in u for u in users)
-    assert _between(users[0], "QUESTION") == ["Question 1: what is the capital of France?"]
+    # the two items' calls run concurrently: their order at the server is not fixed
+    assert sorted(q for u in users for q in _between(u, "QUESTION")) == [
+        "Question 1: what is the capital of France?", "Question 2: what is the capital of France?"]
     assert result.details["statements_from"] == "sentences"
 
 
 def test_verification_without_a_question_keeps_the_measured_prompt():
     """`verify_statements` (what benchmarks/judge_choice.py measures) sends no QUESTION block."""
-    from ragwatch.judges.faithfulness import verify_batch_prompt
+    from ragwatch.judges.verify import verify_batch_prompt
 
     prompt = verify_batch_prompt(["The mayor resigned."], ["An article."], 0, 1)
     assert "QUESTION" not in prompt and "STATEMENT 1" in prompt
