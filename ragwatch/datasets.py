@@ -15,7 +15,6 @@ Example:
 
 from __future__ import annotations
 
-import csv
 import hashlib
 import json
 import random
@@ -26,6 +25,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from ragwatch.rows import read_rows
 from ragwatch.types import EvalSample, RelevanceKind, RelevantItem
 
 SAMPLE_EVAL_DIR = Path(__file__).resolve().parent.parent / "data" / "sample" / "eval"
@@ -237,33 +237,6 @@ def _existing(path: str | Path) -> Path:
     return p
 
 
-def _jsonl_rows(path: Path) -> Iterator[tuple[int, dict[str, Any] | str]]:
-    with path.open(encoding="utf-8") as f:
-        for number, line in enumerate(f, start=1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as exc:
-                yield number, f"invalid JSON: {exc.msg} at column {exc.colno}"
-                continue
-            if not isinstance(row, dict):
-                row = f"expected a JSON object, got {type(row).__name__}"
-            yield number, row
-
-
-def _csv_rows(path: Path) -> Iterator[tuple[int, dict[str, Any] | str]]:
-    with path.open(encoding="utf-8", newline="") as f:
-        reader = csv.DictReader(f)
-        start = 2  # line 1 is the header
-        for row in reader:
-            number, start = start, reader.line_num + 1  # a quoted cell may span lines
-            if None in row:
-                yield number, f"more cells than the {len(reader.fieldnames or [])} header columns"
-                continue
-            yield number, row
-
-
 def import_dataset(settings: ImportSettings) -> ImportReport:
     """Read an evaluation set in any supported format, then apply `limit` and `sample`."""
     return subset(_read_dataset(settings), settings.limit, settings.sample, settings.seed)
@@ -272,9 +245,9 @@ def import_dataset(settings: ImportSettings) -> ImportReport:
 def _read_dataset(settings: ImportSettings) -> ImportReport:
     path = _existing(settings.path)
     if settings.format == "jsonl":
-        return _collect(_jsonl_rows(path), settings)
+        return _collect(read_rows(path, csv_format=False), settings)
     if settings.format == "csv":
-        return _collect(_csv_rows(path), settings)
+        return _collect(read_rows(path, csv_format=True), settings)
     if settings.format == "llamaindex":
         return _import_llamaindex(path, settings)
     if settings.format == "hf_disk":
@@ -364,7 +337,7 @@ def import_zenml_qa(path: str | Path = ZENML_QA_PATH) -> ImportReport:
     )
 
     def rows() -> Iterator[tuple[int, dict[str, Any] | str]]:
-        for number, row in _jsonl_rows(_existing(path)):
+        for number, row in read_rows(_existing(path), csv_format=False):
             if isinstance(row, dict):
                 anchor = row.get("anchor")
                 row = {

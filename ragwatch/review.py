@@ -33,6 +33,7 @@ from pydantic import BaseModel, Field
 
 from ragwatch.labels import HumanLabel
 from ragwatch.results import MetricInfo, MetricResult
+from ragwatch.rows import read_rows
 
 LABEL_PREFIX, JUDGE_PREFIX = "label:", "judge:"
 CONTEXT_SEPARATOR = "\n-----\n"  # between retrieved passages in the CSV's contexts cell
@@ -182,26 +183,10 @@ def read_label_file(path: str | Path) -> list[tuple[int, dict[str, Any]]]:
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"label file not found: {path}; pass the CSV or JSONL written by review export")
-    if path.suffix.lower() == ".csv":
-        with path.open(newline="", encoding="utf-8-sig") as handle:
-            reader = csv.DictReader(handle)
-            rows, start = [], reader.line_num + 1
-            for row in reader:
-                rows.append((start, {k: v for k, v in row.items() if k is not None}))
-                start = reader.line_num + 1
-        return rows
-    if path.suffix.lower() in (".jsonl", ".json"):
-        rows = []
-        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as exc:
-                row = {"__error__": f"not valid JSON ({exc.msg})"}
-            rows.append((n, row if isinstance(row, dict) else {"__error__": "not a JSON object"}))
-        return rows
-    raise ValueError(f"{path}: a label file is .csv or .jsonl (as review export writes them)")
+    if path.suffix.lower() not in (".csv", ".jsonl", ".json"):
+        raise ValueError(f"{path}: a label file is .csv or .jsonl (as review export writes them)")
+    # a line that is not a row becomes an `__error__` row: validate_labels reports it with its line
+    return [(line, {"__error__": row} if isinstance(row, str) else row) for line, row in read_rows(path)]
 
 
 def parse_value(raw: Any, info: MetricInfo) -> float | None:

@@ -16,7 +16,6 @@ Example:
 
 from __future__ import annotations
 
-import csv
 import json
 import random
 from collections.abc import Sequence
@@ -25,6 +24,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from ragwatch.rows import read_rows
 from ragwatch.types import EvalSample, RagAnswer, RetrievedContext
 
 FAITHFUL, HALLUCINATED = "faithful", "hallucinated"
@@ -72,27 +72,15 @@ ID_KEYS = ("id", "item_id", "ID")
 
 
 def _read_jsonl(path: Path) -> list[tuple[int, dict[str, Any]]]:
+    """Every row of a JSONL or CSV calibration set; a bad line refuses the file, naming the line
+    (a calibration set with a hole would measure the judge on other items than labelled)."""
     if not path.is_file():
         raise FileNotFoundError(f"calibration set not found at {path}; pass the path of a JSONL or CSV file")
     rows = []
-    if path.suffix.lower() == ".csv":
-        with path.open(newline="", encoding="utf-8-sig") as handle:
-            reader = csv.DictReader(handle)
-            start = reader.line_num + 1
-            for row in reader:
-                rows.append((start, {k: v for k, v in row.items() if k is not None}))
-                start = reader.line_num + 1
-    else:
-        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise ValueError(f"{path}:{n}: not valid JSON ({exc}); one JSON object per line") from exc
-            if not isinstance(row, dict):
-                raise ValueError(f"{path}:{n}: expected a JSON object, got {type(row).__name__}")
-            rows.append((n, row))
+    for n, row in read_rows(path, csv_format=path.suffix.lower() == ".csv"):
+        if isinstance(row, str):
+            raise ValueError(f"{path}:{n}: {row}; one JSON object per line (or one CSV row per item)")
+        rows.append((n, row))
     if not rows:
         raise ValueError(f"{path} holds no items")
     return rows

@@ -64,7 +64,7 @@ def test_jsonl_malformed_rows_are_skipped_with_line_numbers(tmp_path):
     assert report.samples[0].relevant == [RelevantItem(kind="document", value="docs/steps.md")]
     assert [line for line, _ in report.skipped] == [2, 4, 5, 6, 7]  # line 3 is blank, not an error
     reasons = dict(report.skipped)
-    assert "invalid JSON" in reasons[2] and "no question" in reasons[4] and "JSON object" in reasons[5]
+    assert "not valid JSON" in reasons[2] and "no question" in reasons[4] and "JSON object" in reasons[5]
     assert "bad relevant item" in reasons[6] and "duplicate id" in reasons[7] and "line 1" in reasons[7]
 
 
