@@ -11,15 +11,10 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
-
-from ragwatch.judges.base import FewShotExample, PromptFamily
-from ragwatch.judges.likert import Criterion, LikertJudge, LikertOptions
+from ragwatch.judges.likert import Criterion, DeclaredLikertJudge, LikertOptions
 from ragwatch.judges.registry import JudgeDeps, register_judge
 
 PROMPT_VERSION = "correctness-v1"
-DEFAULT_THRESHOLD = 4.0
 
 CRITERION = Criterion(
     name="correctness",
@@ -38,37 +33,14 @@ CRITERION = Criterion(
 )
 
 
-class CorrectnessJudge(LikertJudge):
+class CorrectnessJudge(DeclaredLikertJudge):
     """1-5 correctness against `EvalSample.reference_answer`; `passed` when score >= threshold."""
 
-    def __init__(
-        self,
-        llm: Any,
-        *,
-        threshold: float | None = DEFAULT_THRESHOLD,
-        prompt_family: PromptFamily = "json",
-        few_shot: Sequence[FewShotExample | dict[str, Any]] = (),
-        use_logprobs: bool = False,
-        name: str = "correctness",
-    ) -> None:
-        super().__init__(
-            name,
-            CRITERION,
-            llm,
-            threshold=threshold,
-            prompt_family=prompt_family,
-            few_shot=few_shot,
-            use_logprobs=use_logprobs,
-            prompt_version=PROMPT_VERSION,
-        )
+    CRITERION = CRITERION
+    METRIC = "correctness"
+    PROMPT_VERSION = PROMPT_VERSION
 
 
 @register_judge("correctness", options=LikertOptions, default=True)
 def build(options: LikertOptions, deps: JudgeDeps) -> CorrectnessJudge:
-    return CorrectnessJudge(
-        deps.llm,
-        threshold=options.threshold,  # None is honoured: no pass/fail reading
-        prompt_family=options.prompt_family,
-        few_shot=options.few_shot,
-        use_logprobs=deps.use_logprobs,
-    )
+    return CorrectnessJudge.from_options(options, deps)

@@ -14,7 +14,7 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -31,7 +31,7 @@ from ragwatch.judges.base import (
     to_json,
 )
 from ragwatch.judges.engine import LLMJudge, Plan, Score
-from ragwatch.judges.registry import JudgeOptions
+from ragwatch.judges.registry import JudgeDeps, JudgeOptions
 from ragwatch.llm.logprobs import likert_expectation
 from ragwatch.results import MetricInfo
 from ragwatch.types import EvalSample, RagAnswer, RetrievedContext
@@ -236,3 +236,38 @@ class LikertJudge(LLMJudge):
 
     def details(self, metric: str) -> dict[str, Any]:
         return {**super().details(metric), "prompt_family": self.prompt_family}
+
+
+class DeclaredLikertJudge(LikertJudge):
+    """A built-in 1-5 judge declared by class attributes: its `CRITERION`, metric name (`METRIC`) and
+    `PROMPT_VERSION`. The one constructor and YAML builder of correctness and answer relevance.
+
+    Example:
+        >>> class Clarity(DeclaredLikertJudge):
+        ...     CRITERION, METRIC, PROMPT_VERSION = crit, "clarity", "clarity-v1"
+        >>> Clarity(llm, threshold=4.0).evaluate(samples, answers).score  # doctest: +SKIP
+    """
+
+    CRITERION: ClassVar[Criterion]
+    METRIC: ClassVar[str]
+    PROMPT_VERSION: ClassVar[str]
+
+    def __init__(
+        self,
+        llm: Any,
+        *,
+        threshold: float | None = 4.0,
+        prompt_family: PromptFamily = "json",
+        few_shot: Sequence[FewShotExample | dict[str, Any]] = (),
+        use_logprobs: bool = False,
+        name: str | None = None,
+    ) -> None:
+        super().__init__(name or self.METRIC, self.CRITERION, llm, threshold=threshold, prompt_family=prompt_family,
+                         few_shot=few_shot, use_logprobs=use_logprobs, prompt_version=self.PROMPT_VERSION)
+
+    @classmethod
+    def from_options(cls, options: LikertOptions, deps: JudgeDeps) -> Self:
+        """The judge as its YAML block configures it (`threshold: null` is honoured: no pass/fail)."""
+        return cls(deps.llm, threshold=options.threshold, prompt_family=options.prompt_family,
+                   few_shot=options.few_shot, use_logprobs=deps.use_logprobs)
+

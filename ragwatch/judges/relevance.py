@@ -20,14 +20,13 @@ from pydantic import BaseModel, Field
 from ragwatch.judges.base import (
     DATA_RULE,
     FewShotExample,
-    PromptFamily,
     answer_error,
     fence,
     generation_error,
     to_json,
 )
 from ragwatch.judges.engine import LLMJudge, Plan, Score, mean
-from ragwatch.judges.likert import Criterion, LikertJudge, LikertOptions
+from ragwatch.judges.likert import Criterion, DeclaredLikertJudge, LikertOptions
 from ragwatch.judges.registry import JudgeDeps, JudgeOptions, register_judge
 from ragwatch.llm.logprobs import yes_probability_at
 from ragwatch.results import MetricInfo
@@ -143,37 +142,14 @@ ANSWER_RELEVANCE = Criterion(
 )
 
 
-class AnswerRelevanceJudge(LikertJudge):
+class AnswerRelevanceJudge(DeclaredLikertJudge):
     """1-5: does the answer address the question."""
 
-    def __init__(
-        self,
-        llm: Any,
-        *,
-        threshold: float | None = 4.0,
-        prompt_family: PromptFamily = "json",
-        few_shot: Sequence[FewShotExample | dict[str, Any]] = (),
-        use_logprobs: bool = False,
-        name: str = "answer_relevance",
-    ) -> None:
-        super().__init__(
-            name,
-            ANSWER_RELEVANCE,
-            llm,
-            threshold=threshold,
-            prompt_family=prompt_family,
-            few_shot=few_shot,
-            use_logprobs=use_logprobs,
-            prompt_version=ANSWER_RELEVANCE_PROMPT_VERSION,
-        )
+    CRITERION = ANSWER_RELEVANCE
+    METRIC = "answer_relevance"
+    PROMPT_VERSION = ANSWER_RELEVANCE_PROMPT_VERSION
 
 
 @register_judge("answer_relevance", options=LikertOptions, default=True)
 def build_answer_relevance(options: LikertOptions, deps: JudgeDeps) -> AnswerRelevanceJudge:
-    return AnswerRelevanceJudge(
-        deps.llm,
-        threshold=options.threshold,
-        prompt_family=options.prompt_family,
-        few_shot=options.few_shot,
-        use_logprobs=deps.use_logprobs,
-    )
+    return AnswerRelevanceJudge.from_options(options, deps)
