@@ -21,7 +21,8 @@ from ragwatch.config import FullConfig, corpus_fingerprint, system_fingerprint
 from ragwatch.e2e import E2ETables, load_e2e_tables
 from ragwatch.gate import GateDecision
 from ragwatch.preflight import preflight
-from ragwatch.summary import gate_label, metrics_text
+from ragwatch.summary import ReportSettings, gate_label, metrics_text, summary_text
+from steps.tracking import METRICS_OUTPUT, TRACK_STEP, step_timings
 
 PIPELINES = ("ingest", "testset", "evaluate", "full")
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
@@ -44,7 +45,7 @@ class RunOutcome:
     metrics: MetricGroup | None = None
     report_path: Path | None = None
     notes: list[str] = field(default_factory=list)
-    summary: str | None = None  # better or worse than the last run and production (steps.tracking)
+    summary: str | None = None  # better or worse than the last run and production (evaluation_summary)
     reports_dir: Path = REPORTS_DIR
 
     @property
@@ -163,8 +164,6 @@ def collect_evaluation(outcome: RunOutcome) -> None:
     """Load the gate, the metrics and the report of a finished evaluation run."""
     from zenml.client import Client
 
-    from steps.tracking import evaluation_summary
-
     run = Client().get_pipeline_run(outcome.run.id)
     track = run.steps["track_evaluation"]
     outcome.gate = track.outputs["gate"][0].load()
@@ -179,6 +178,25 @@ def collect_evaluation(outcome: RunOutcome) -> None:
     outcome.report_path = (reports / f"{run.name}.html").absolute()
     outcome.report_path.write_text(str(report), encoding="utf-8")
     (reports / "latest.html").write_text(str(report), encoding="utf-8")
+
+
+def evaluation_summary(run: Any) -> str:
+    """The run's one-minute summary as text (what `run.py` prints first): the verdict line vs the
+    previous run and production, the headline metrics with deltas, the gate's reasons, warnings."""
+    track = run.steps[TRACK_STEP]
+    metrics = track.outputs[METRICS_OUTPUT][0].load()
+    comparisons = track.outputs["comparisons"][0].load()
+    gate = track.outputs["gate"][0].load()
+    named = {label: cmp for label, cmp in (("previous run", comparisons.previous),
+                                           ("production", comparisons.production)) if cmp is not None}
+    # the headline the run was configured with (a parameter of its report step)
+    config = run.steps["build_report_step"].config.parameters.get("config") if "build_report_step" in run.steps \
+        else None
+    report = ReportSettings.model_validate(config.get("report", {})) if isinstance(config, dict) else ReportSettings()
+    timings = step_timings(run.id)
+    slowest = sorted(timings.items(), key=lambda kv: -kv[1])[:6]
+    return (summary_text(metrics.metrics, named, gate, report.headline)
+            + "\n\nslowest steps: " + ", ".join(f"{name} {seconds:.1f} s" for name, seconds in slowest))
 
 
 def format_outcome(outcome: RunOutcome) -> str:

@@ -1,5 +1,8 @@
 """Reading earlier evaluations back from ZenML: the previous run, the production model version.
 
+Used by the `track_evaluation` step (at pipeline run time, on any orchestrator) and by `orchestration/`
+(run.py's printout, comparisons, review export), so it lives with the steps.
+
 Every evaluation run stores its metrics as the `all_metrics` artifact of the `track_evaluation`
 step, and logs `evaluation.run_id` on its model version, so both lookups are artifact loads.
 """
@@ -14,7 +17,6 @@ from zenml.client import Client
 from zenml.enums import ExecutionStatus, ModelStages
 
 from ragwatch.artifacts import MetricGroup
-from ragwatch.summary import ReportSettings, summary_text
 
 TRACK_STEP = "track_evaluation"
 METRICS_OUTPUT = "all_metrics"
@@ -128,22 +130,3 @@ def step_timings(run_id: Any) -> dict[str, float]:
     steps = Client().get_pipeline_run(run_id).steps.values()
     done = [s for s in steps if s.start_time is not None and s.end_time is not None]
     return {s.name: (s.end_time - s.start_time).total_seconds() for s in sorted(done, key=lambda s: s.start_time)}
-
-
-def evaluation_summary(run: Any) -> str:
-    """The run's one-minute summary as text (what `run.py` prints first): the verdict line vs the
-    previous run and production, the headline metrics with deltas, the gate's reasons, warnings."""
-    track = run.steps[TRACK_STEP]
-    metrics = track.outputs[METRICS_OUTPUT][0].load()
-    comparisons = track.outputs["comparisons"][0].load()
-    gate = track.outputs["gate"][0].load()
-    named = {label: cmp for label, cmp in (("previous run", comparisons.previous),
-                                           ("production", comparisons.production)) if cmp is not None}
-    # the headline the run was configured with (a parameter of its report step)
-    config = run.steps["build_report_step"].config.parameters.get("config") if "build_report_step" in run.steps \
-        else None
-    report = ReportSettings.model_validate(config.get("report", {})) if isinstance(config, dict) else ReportSettings()
-    timings = step_timings(run.id)
-    slowest = sorted(timings.items(), key=lambda kv: -kv[1])[:6]
-    return (summary_text(metrics.metrics, named, gate, report.headline)
-            + "\n\nslowest steps: " + ", ".join(f"{name} {seconds:.1f} s" for name, seconds in slowest))
