@@ -5,6 +5,7 @@
     python run.py compare [RUN ...]    metric differences with intervals and verdicts
     python run.py calibrate            a judge against human labels (HaluEval sample by default)
     python run.py review export|import human labels on judged items -> prediction-powered estimates
+    python run.py review serve         label them in a local web page (127.0.0.1:8239)
     python run.py schedule add|list|remove|serve
     python run.py watch [--once]       evaluate on every change of the system under test
     python run.py dashboard            the local ZenML dashboard on 127.0.0.1
@@ -82,6 +83,18 @@ def build_parser() -> argparse.ArgumentParser:
     import_ = review_actions.add_parser("import", help="validate a filled review file and store its labels")
     import_.add_argument("file", help="the CSV or JSONL written by review export, label columns filled")
     import_.add_argument("--run", help="the run the file was exported from (default: its run_id column)")
+    review_serve = review_actions.add_parser("serve", help="label the review sample in a local web page",
+                                             description="A page on 127.0.0.1 that shows one sampled item at a "
+                                                         "time (keys y/n, 1-5, s skip, u undo); every label is "
+                                                         "stored at once and saved as human_labels.")
+    review_serve.add_argument("--run", help="run name or id (default: the last evaluation run)")
+    review_serve.add_argument("--metric", action="append", help="judged metric to label (repeatable; default: "
+                                                                "every LLM-judged metric)")
+    review_serve.add_argument("--n", type=int, default=30, help="items in the sample, the progress target (default 30)")
+    review_serve.add_argument("--seed", type=int, default=0, help="the sample's seed, as for review export (default 0)")
+    review_serve.add_argument("--port", type=int, default=8239, help="port on 127.0.0.1 (default 8239)")
+    review_serve.add_argument("--reviewer", help="your name, kept with each label")
+    review_serve.add_argument("--duration", type=float, help="stop after this many seconds")
 
     schedule = commands.add_parser("schedule", help="run a pipeline on a cron schedule",
                                    description="Native ZenML schedules on orchestrators that have them; "
@@ -156,6 +169,11 @@ def cmd_review(args: argparse.Namespace) -> int:
 
     from orchestration import review
 
+    if args.action == "serve":
+        from orchestration.review_serve import serve_review
+
+        return serve_review(args.run, args.metric, n=args.n, seed=args.seed, port=args.port, reviewer=args.reviewer,
+                            duration_s=args.duration)
     if args.action == "export":
         csv_path, jsonl_path, summary = review.export_review(args.run, args.n, args.metric, args.seed,
                                                              Path(args.out))

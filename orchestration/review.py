@@ -36,7 +36,12 @@ RESULTS_STEP, RESULTS_OUTPUT = "collect_results", "eval_results"
 def find_run(run: str | None) -> Any:
     """The named run (name, id or prefix), or the newest completed evaluation run."""
     if run:
-        return Client().get_pipeline_run(run)
+        try:
+            return Client().get_pipeline_run(run)
+        except KeyError as exc:  # unknown, or a prefix of several runs: bad input, not a crash
+            detail = str(exc.args[0]) if exc.args else ""
+            raise ValueError(f"no single pipeline run matches {run!r}: pass a run name or id (`zenml pipeline "
+                             f"runs list` shows them){'; ' + detail if 'found' in detail else ''}") from None
     for candidate in evaluation_runs():
         if candidate.status == ExecutionStatus.COMPLETED and JUDGE_STEP in candidate.steps:
             return candidate
@@ -50,12 +55,17 @@ def run_items(run: Any) -> tuple[list[dict[str, Any]], dict[str, MetricResult]]:
                          "pick an evaluate or full run with --run")
     metrics = run.steps[JUDGE_STEP].outputs[JUDGE_OUTPUT][0].load().metrics
     frame = run.steps[RESULTS_STEP].outputs[RESULTS_OUTPUT][0].load()
-    rows = [{k: (None if _missing(v) else v) for k, v in row.items()} for row in frame.to_dict("records")]
+    rows = [{k: _plain(v) for k, v in row.items()} for row in frame.to_dict("records")]
     return rows, metrics
 
 
-def _missing(value: Any) -> bool:
-    return isinstance(value, float) and value != value  # pandas fills absent cells with NaN
+def _plain(value: Any) -> Any:
+    """A cell as plain Python: None for a missing one, a list for a list column."""
+    if isinstance(value, float) and value != value:  # pandas fills absent cells with NaN
+        return None
+    if hasattr(value, "tolist") and not isinstance(value, str | bytes):
+        return value.tolist()  # a stored list column comes back as an array, whose truth value is an error
+    return value
 
 
 def model_name_of(run: Any) -> str:
@@ -108,19 +118,30 @@ def import_review(path: str | Path, run: str | None = None) -> ImportOutcome:
     if not labels:
         raise ValueError(f"{path}: no valid label to import ({len(problems)} problem(s)):\n"
                          + "\n".join(f"  {p}" for p in problems))
-    model_name = model_name_of(source_run)
-    previous, _ = latest_human_labels(model_name)
+    previous, _ = latest_human_labels(model_name_of(source_run))
     merged = (previous or HumanLabels()).merge(labels, source=path.name)
     record = merged.imports[-1]
+    version = save_labels(merged, source_run, file=path.name, problems=len(problems))
+    return ImportOutcome(labels=merged, version=version, problems=problems, added=record.added,
+                         changed=record.changed, unchanged=record.unchanged)
+
+
+def save_labels(merged: HumanLabels, source_run: Any, *, file: str, problems: int = 0, via: str = "review import"
+                ) -> str:
+    """Save `merged` as the next `human_labels` version of `source_run`'s system, with the counts of its
+    last merge as metadata, linked to the run's model version; returns the version. `review import`
+    and `review serve` both save through here."""
+    model_name = model_name_of(source_run)
+    record = merged.imports[-1] if merged.imports else None
     version = save_artifact(merged, name=LABELS_ARTIFACT, tags=["ragwatch", "human-labels"])
     log_metadata(metadata={"model_name": model_name, "source_run": str(source_run.name),
-                           "source_run_id": str(source_run.id), "file": path.name,
-                           "added": record.added, "changed": record.changed, "unchanged": record.unchanged,
-                           "problems": len(problems), "labels_per_metric": merged.counts()},
+                           "source_run_id": str(source_run.id), "file": file, "via": via,
+                           "added": record.added if record else 0, "changed": record.changed if record else 0,
+                           "unchanged": record.unchanged if record else 0,
+                           "problems": problems, "labels_per_metric": merged.counts()},
                  artifact_version_id=version.id)
     link_artifact_to_model(version, model=Model(name=model_name, version=str(source_run.model_version.name)))
-    return ImportOutcome(labels=merged, version=str(version.version), problems=problems, added=record.added,
-                         changed=record.changed, unchanged=record.unchanged)
+    return str(version.version)
 
 
 def format_import(outcome: ImportOutcome, path: str | Path) -> str:

@@ -59,7 +59,7 @@ class LabelChange(BaseModel):
     item_id: str
     metric: str
     old: float
-    new: float
+    new: float | None  # None: the label was taken back (an undo on the review page)
     source: str
     at: str
 
@@ -175,3 +175,20 @@ def labelled_summary(metrics: dict[str, MetricResult]) -> dict[str, dict[str, An
                if est.labelled_only_ci else {}),
         }
     return out
+
+
+def remove_labels(labels: HumanLabels, keys: Iterable[tuple[str, str]], *, source: str, at: str | None = None
+                  ) -> HumanLabels:
+    """`labels` without the (item, metric) labels of `keys` that came from `source`; each removal is
+    kept in `history` (new = None). A label another source gave since is left alone."""
+    at = at or _now()
+    drop = set(keys)
+    history = list(labels.history)
+    kept = []
+    for label in labels.labels:
+        if label.key in drop and label.source == source:
+            history.append(LabelChange(item_id=label.item_id, metric=label.metric, old=label.value, new=None,
+                                       source=source, at=at))
+        else:
+            kept.append(label)
+    return HumanLabels(labels=kept, history=history, imports=list(labels.imports))

@@ -1,0 +1,217 @@
+"""The review page's core (no ZenML): items as the page shows them, the append-only label log, undo,
+two tabs, restarts, the judge withheld until an item is labelled, agreement and the PPI preview; and
+the HTTP layer on 127.0.0.1 (host check, JSON only, port in use)."""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from ragwatch.judges.faithfulness import context_windows
+from ragwatch.labels import HumanLabel, HumanLabels, remove_labels
+from ragwatch.results import ItemScore, MetricInfo, MetricResult
+from ragwatch.review import review_sample
+from ragwatch.review_session import LabelEvent, LabelLog, ReviewSession, judge_windows, replay
+from ragwatch.review_web import PortInUseError, ReviewApp, attach, make_server
+
+CONTEXT = ("ZenML runs pipelines on the local orchestrator by default. Steps run one after another.\n\n"
+           "A failure hook runs when a step fails. Attach it with on_failure.")
+
+
+def _run(n: int = 8) -> tuple[list[dict], dict[str, MetricResult]]:
+    """A run of `n` items: faithfulness statement by statement (2 statements) and a 1-5 correctness."""
+    rows, faith, corr = [], [], []
+    for i in range(n):
+        item_id = f"q{i}"
+        answer = "The local orchestrator is the default. A failure hook runs when a step fails."
+        rows.append({"item_id": item_id, "question": f"question {i}?", "answer": answer, "contexts": [CONTEXT, "other"],
+                     "context_sources": ["docs/local.md", "docs/other.md"], "reference_answer": "local"})
+        verdicts = [1, i % 2]
+        faith.append(ItemScore(item_id=item_id, score=sum(verdicts) / 2, details={
+            "statements": ["The local orchestrator is the default.", "A failure hook runs when a step fails."],
+            "statement_scores": verdicts, "reasons": ["the context says local is default", "on_failure hook"],
+            "statement_windows": [1, 1], "reason": "..."}))
+        corr.append(ItemScore(item_id=item_id, score=float(1 + i % 5), details={"reason": f"score {1 + i % 5}"}))
+    judged = {
+        "faithfulness": MetricResult.from_items("faithfulness", faith, info=MetricInfo(
+            prompt_version="faithfulness-v4", family="judge")),
+        "correctness": MetricResult.from_items("correctness", corr, info=MetricInfo(
+            scale=(1.0, 5.0), prompt_version="v2", family="judge")),
+    }
+    judged["faithfulness"].details["max_context_tokens"] = 1500
+    return rows, judged
+
+
+def _session(tmp_path: Path, **kw) -> ReviewSession:
+    rows, judged = _run()
+    return ReviewSession.start(rows, judged, LabelLog(tmp_path / "run.labels.jsonl"), run_id="run-1",
+                               run_name="full-1", n=kw.pop("n", 6), **kw)
+
+
+def test_the_sample_is_the_exports_and_the_judge_is_withheld_until_labelled(tmp_path: Path) -> None:
+    session = _session(tmp_path, metrics=["faithfulness", "correctness"])
+    rows, judged = _run()
+    exported = review_sample(rows, judged, n=6, metric_names=["faithfulness", "correctness"], seed=0, run_id="run-1")
+    assert [it.item_id for it in session.items] == [r["item_id"] for r in exported.rows]
+    assert [it.inclusion_prob for it in session.items] == [r["inclusion_prob"] for r in exported.rows]
+
+    item = session.items[0]
+    assert [t.kind for t in item.tasks] == ["statements", "scale"]
+    assert item.tasks[0].statement_spans[0] == (0, len("The local orchestrator is the default."))
+    assert [p.source for p in item.passages] == ["docs/local.md", "docs/other.md"]
+    assert session.item_view(0)["judge"] is None  # no anchoring
+
+    session.label("t1", item.item_id, "faithfulness", statements=[1, 0])
+    assert session.item_view(0)["judge"] is None  # correctness still open
+    out = session.label("t1", item.item_id, "correctness", value=4)
+    judge = out["item"]["judge"]
+    assert judge["correctness"]["score"] == judged["correctness"].items[int(item.item_id[1:])].score
+    pointer = judge["faithfulness"]["statements"][1]["pointer"]
+    assert CONTEXT[pointer["start"]:pointer["end"]] == "A failure hook runs when a step fails."
+    assert pointer["window"] == 1 and pointer["window_passages"] == [0, 1]
+    assert out["item"]["labels"]["faithfulness"]["value"] == 0.5  # the share of supported statements
+
+
+def test_labels_are_validated_as_review_import_validates(tmp_path: Path) -> None:
+    session = _session(tmp_path, metrics=["faithfulness", "correctness"])
+    item = session.items[0].item_id
+    with pytest.raises(ValueError, match="outside the metric's scale 1-5"):
+        session.label("t1", item, "correctness", value=7)
+    with pytest.raises(ValueError, match="send 2 yes/no marks"):
+        session.label("t1", item, "faithfulness", statements=[1])
+    with pytest.raises(ValueError, match="not in this review sample"):
+        session.label("t1", "ghost", "correctness", value=3)
+    with pytest.raises(ValueError, match="has no 'similarity'"):
+        session.label("t1", item, "similarity", value=1)
+    assert replay(session.log.events()).current == {}
+
+
+def test_undo_two_tabs_and_a_restart(tmp_path: Path) -> None:
+    session = _session(tmp_path, metrics=["correctness"])
+    a, b = session.items[0].item_id, session.items[1].item_id
+    session.label("tab-A", a, "correctness", value=2, seen=0)
+    first = session.label("tab-B", a, "correctness", value=5, seen=0)  # B had not seen A's label
+    assert first["notice"] and "another tab" in first["notice"]
+    assert first["event"]["replaced"]["value"] == 2 and first["event"]["replaced"]["tab"] == "tab-A"
+    again = session.label("tab-B", a, "correctness", value=4, seen=first["event"]["seq"])
+    assert again["notice"] is None  # B saw its own label: no conflict
+    session.label("tab-A", b, "correctness", value=3)
+
+    undone = session.undo("tab-B")  # B's last label returns to B's previous one
+    assert undone["index"] == 0 and undone["item"]["labels"]["correctness"]["value"] == 5
+    session.undo("tab-B")
+    assert session.item_view(0)["labels"]["correctness"]["value"] == 2  # back to A's
+    with pytest.raises(LookupError, match="nothing to undo"):
+        session.undo("tab-B")
+
+    session.skip("tab-A", session.items[2].item_id)
+    with session.log.path.open("ab") as handle:
+        handle.write(b'{"kind": "label", "item_id": "q')  # a kill in the middle of a line
+    restarted = _session(tmp_path, metrics=["correctness"])
+    state = restarted.labelled_state()
+    assert {k: e.value for k, e in state.current.items()} == {(a, "correctness"): 2.0, (b, "correctness"): 3.0}
+    assert restarted.next_index(state) == 3  # neither labelled nor skipped
+    restarted.label("tab-C", session.items[3].item_id, "correctness", value=1)
+    assert restarted.log.skipped_lines  # the torn line is its own line, ignored
+    assert replay(LabelLog(restarted.log.path).events()).current.keys() == restarted.labelled_state().current.keys()
+
+
+def test_two_processes_share_one_log(tmp_path: Path) -> None:
+    path = tmp_path / "shared.jsonl"
+    one, two = LabelLog(path), LabelLog(path)
+    threads = [threading.Thread(target=lambda log=log, k=k: [log.append(LabelEvent(
+        kind="label", tab=f"t{k}", item_id=f"i{k}-{j}", metric="m", value=1.0)) for j in range(25)])
+        for k, log in enumerate((one, two))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    events = LabelLog(path).events()
+    assert [e.seq for e in events] == list(range(1, 51))
+    assert len({e.item_id for e in events}) == 50
+
+
+def test_agreement_and_estimate_follow_the_labels(tmp_path: Path) -> None:
+    session = _session(tmp_path, metrics=["faithfulness"])
+    for k, item in enumerate(session.items[:4]):
+        judge_marks = [int(bool(s.supported)) for s in item.judge["faithfulness"].statements]
+        marks = judge_marks if k else [1 - judge_marks[0], judge_marks[1]]  # one disagreement
+        session.label("t", item.item_id, "faithfulness", statements=marks)
+    state = session.state("t")
+    row = state["agreement"][0]
+    assert row["n"] == 8 and row["items"] == 4 and row["unit"] == "statements"
+    assert row["accuracy"]["value"] == pytest.approx(7 / 8)
+    est = state["estimates"][0]
+    assert est["n_labels"] == 4 and est["ci"][0] <= est["score"] <= est["ci"][1]
+    assert state["labelled"] == 4 and state["target"] == 6 and state["can_undo"]
+
+
+def test_judge_windows_match_the_faithfulness_judge() -> None:
+    passages = ["a" * 900 + ". " + "b" * 700, "c" * 300, "d" * 2000]
+    spans = judge_windows(passages, 1000)
+    assert [[passages[p][s:e] for p, s, e in window] for window in spans] == context_windows(passages, 1000)
+
+
+def test_remove_labels_takes_back_only_its_own() -> None:
+    labels = HumanLabels().merge([HumanLabel(item_id="q1", metric="m", value=1.0),
+                                  HumanLabel(item_id="q2", metric="m", value=0.0)], source="page.jsonl")
+    labels = labels.merge([HumanLabel(item_id="q2", metric="m", value=1.0)], source="sheet.csv")
+    out = remove_labels(labels, [("q1", "m"), ("q2", "m")], source="page.jsonl")
+    assert [lab.item_id for lab in out.labels] == ["q2"]
+    assert (out.history[-1].item_id, out.history[-1].new) == ("q1", None)
+
+
+def _request(url: str, body: dict | None = None, host: str | None = None, content_type: str = "application/json"):
+    data = None if body is None else json.dumps(body).encode()
+    headers = {"Content-Type": content_type, **({"Host": host} if host else {})}
+    req = urllib.request.Request(url, data=data, headers=headers)
+    try:
+        with urllib.request.urlopen(req, timeout=10) as res:
+            return res.status, res.read()
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read()
+
+
+def test_http_api(tmp_path: Path) -> None:
+    session = _session(tmp_path, metrics=["correctness"])
+    changes = []
+    server = make_server(0)
+    attach(server, ReviewApp(session, on_change=lambda: changes.append(1)))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    base = f"http://127.0.0.1:{server.server_address[1]}"
+    try:
+        status, page = _request(base + "/")
+        assert status == 200 and b"/page.js" in page
+        status, body = _request(base + "/api/state?tab=t")
+        assert status == 200 and json.loads(body)["target"] == 6
+        item = session.items[0].item_id
+        status, body = _request(base + "/api/label", {"tab": "t", "item_id": item, "metric": "correctness", "value": 9})
+        assert status == 400 and "outside the metric's scale" in json.loads(body)["error"]
+        status, body = _request(base + "/api/label", {"tab": "t", "item_id": item, "metric": "correctness", "value": 3})
+        assert status == 200 and json.loads(body)["item"]["judge"] is not None and changes == [1]
+        status, _ = _request(base + "/api/label", {"tab": "t", "item_id": item, "metric": "correctness", "value": 3},
+                             content_type="text/plain")
+        assert status == 415  # a cross-site form cannot post
+        status, _ = _request(base + "/api/state", host="evil.example:80")
+        assert status == 403
+        status, body = _request(base + "/api/undo", {"tab": "other"})
+        assert status == 409 and "nothing to undo" in json.loads(body)["error"]
+        with pytest.raises(PortInUseError, match="is in use"):
+            make_server(server.server_address[1])
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_a_port_held_by_another_program_is_reported(tmp_path: Path) -> None:
+    with socket.socket() as other:
+        other.bind(("127.0.0.1", 0))
+        other.listen()
+        with pytest.raises(PortInUseError, match=f"port {other.getsockname()[1]} on 127.0.0.1 is in use"):
+            make_server(other.getsockname()[1])
