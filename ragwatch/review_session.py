@@ -148,9 +148,9 @@ def _statement_spans(answer: str, statements: Sequence[str]) -> list[tuple[int, 
 def judge_windows(passages: Sequence[str], max_chars: int) -> list[list[tuple[int, int, int]]]:
     """The context windows a statement-verifying judge read, as (passage, start, end) spans.
 
-    Packs passages exactly as `ragwatch.judges.faithfulness.context_windows` does, keeping offsets.
+    Packs passages exactly as `ragwatch.judges.verify.context_windows` does, keeping offsets.
     """
-    from ragwatch.judges.faithfulness import split_text
+    from ragwatch.judges.verify import split_text
 
     windows: list[list[tuple[int, int, int]]] = []
     current: list[tuple[int, int, int]] = []

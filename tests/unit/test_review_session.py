@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from ragwatch.judges.faithfulness import context_windows
+from ragwatch.judges.verify import context_windows
 from ragwatch.labels import HumanLabel, HumanLabels, remove_labels
 from ragwatch.results import ItemScore, MetricInfo, MetricResult
 from ragwatch.review import review_sample
