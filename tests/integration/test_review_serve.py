@@ -43,6 +43,8 @@ CONTEXT = ("The local orchestrator is the default orchestrator of ZenML. It runs
 TOPICS = ["orchestrator", "failure hook", "step", "pipeline", "stack", "artifact", "cache", "model",
           "schedule", "secret", "service", "container"]
 
+STARTED: list[subprocess.Popen] = []  # every server a test started, killed if the test failed
+
 try:
     from playwright.sync_api import sync_playwright
 except ImportError:  # pragma: no cover - the dev requirements pin it
@@ -70,6 +72,17 @@ def _judge(body: dict) -> str:
         return json.dumps({"verdicts": verdicts})
     digest = int(hashlib.sha256(text.encode()).hexdigest(), 16)
     return json.dumps({"reasoning": "compared with the reference", "score": 1 + digest % 5})
+
+
+@pytest.fixture(autouse=True)
+def _no_server_left() -> None:
+    """A failing test must not leave a server running."""
+    yield
+    for proc in STARTED:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=30)
+    STARTED.clear()
 
 
 @pytest.fixture
@@ -116,6 +129,7 @@ class Server:
             [sys.executable, str(ROOT / "run.py"), "review", "serve", "--metric", "faithfulness", "--metric",
              "correctness", "--n", "12", "--port", str(port), "--reviewer", "tester", *extra],
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=ROOT)
+        STARTED.append(self.proc)
         self.lines: list[str] = []
         deadline = time.monotonic() + 180
         while time.monotonic() < deadline:
