@@ -1,0 +1,177 @@
+"""What every system under test shares: its settings, the `RAGSystem` protocol, fingerprints, and the
+parsing of an external system's reply (dotted fields, contexts as strings or objects)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Sequence
+from typing import Any, Literal, Protocol, runtime_checkable
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from ragwatch.types import RagAnswer, RetrievedContext
+
+RetrievalMode = Literal["vector", "bm25", "hybrid"]
+
+DEFAULT_PROMPT_TEMPLATE = (
+    "Context information is below.\n"
+    "---------------------\n"
+    "{context}\n"
+    "---------------------\n"
+    "Given the context information and not prior knowledge, answer the query.\n"
+    "Query: {question}\n"
+    "Answer: "
+)
+
+
+class HttpSettings(BaseModel):
+    """How to call a RAG endpoint: POST `{question_field: question, **extra_body}` as JSON.
+
+    Response fields are dotted paths (`"data.answer"`). The contexts field holds a list of strings
+    or of objects whose text/id/source/score sit under the `context_*_field` names. Headers come
+    from environment variables only (`headers_env={"Authorization": "RAG_TOKEN"}`), so no secret
+    lands in a config file or a fingerprint.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    url: str
+    timeout_s: float = 60.0
+    max_retries: int = 3
+    backoff_s: float = 0.5
+    concurrency: int = 4
+    question_field: str = "question"
+    extra_body: dict[str, Any] = Field(default_factory=dict)
+    answer_field: str = "answer"
+    contexts_field: str | None = "contexts"
+    context_text_field: str = "text"
+    context_id_field: str = "id"
+    context_source_field: str = "source"
+    context_score_field: str = "score"
+    headers_env: dict[str, str] = Field(default_factory=dict)
+
+    @field_validator("url")
+    @classmethod
+    def _http_url(cls, value: str) -> str:
+        if not value.startswith(("http://", "https://")):
+            raise ValueError(f"http.url must start with http:// or https://, got {value!r}")
+        return value
+
+    @field_validator("concurrency")
+    @classmethod
+    def _positive(cls, value: int) -> int:
+        if value < 1:
+            raise ValueError("http.concurrency must be at least 1")
+        return value
+
+
+class RagSettings(BaseModel):
+    """Which system answers the questions, and how the built-in one retrieves and prompts."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    kind: Literal["builtin", "callable", "http"] = "builtin"
+    retrieval_mode: RetrievalMode = "hybrid"
+    top_k: int = 5
+    prompt_template: str = DEFAULT_PROMPT_TEMPLATE
+    # ~4 characters per token: 6000 characters keep the prompt near 1.6k tokens, inside small windows
+    max_context_chars: int = 6000
+    callable: str | None = None
+    http: HttpSettings | None = None
+
+    @field_validator("top_k", "max_context_chars")
+    @classmethod
+    def _positive(cls, value: int) -> int:
+        if value < 1:
+            raise ValueError(f"must be at least 1, got {value}")
+        return value
+
+    @field_validator("prompt_template")
+    @classmethod
+    def _has_slots(cls, value: str) -> str:
+        missing = [slot for slot in ("{context}", "{question}") if slot not in value]
+        if missing:
+            raise ValueError(f"prompt_template must contain {' and '.join(missing)}")
+        return value
+
+    @model_validator(mode="after")
+    def _target_given(self) -> RagSettings:
+        if self.kind == "callable" and not self.callable:
+            raise ValueError('kind "callable" needs callable: "package.module:function"')
+        if self.kind == "http" and self.http is None:
+            raise ValueError('kind "http" needs an http block with at least url: "http://host/path"')
+        return self
+
+
+@runtime_checkable
+class RAGSystem(Protocol):
+    """What the evaluation needs from a system under test."""
+
+    def answer(self, question: str) -> RagAnswer: ...
+
+    def answer_many(self, questions: list[str]) -> list[RagAnswer]: ...
+
+    def fingerprint(self) -> str: ...
+
+    def describe(self) -> dict[str, Any]: ...
+
+
+def canonical_fingerprint(config: dict[str, Any]) -> str:
+    """sha256 of the canonical JSON (sorted keys, no whitespace) of a configuration."""
+    text = json.dumps(config, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def check_questions(questions: Sequence[str]) -> list[str]:
+    if isinstance(questions, str):
+        raise TypeError("answer_many takes a list of questions; for one question call answer()")
+    bad = [i for i, q in enumerate(questions) if not isinstance(q, str)]
+    if bad:
+        raise TypeError(f"questions must be strings; items {bad[:5]} are not")
+    return list(questions)
+
+
+def dig(obj: Any, path: str) -> Any:
+    """Follow a dotted path through dicts (and list indices); KeyError names the missing part."""
+    for part in path.split("."):
+        if isinstance(obj, dict) and part in obj:
+            obj = obj[part]
+        elif isinstance(obj, list) and part.isdigit() and int(part) < len(obj):
+            obj = obj[int(part)]
+        else:
+            keys = sorted(obj) if isinstance(obj, dict) else type(obj).__name__
+            raise KeyError(f"no field {part!r} (of {path!r}) in the reply; available: {keys}")
+    return obj
+
+
+def parse_contexts(raw: Any, text_field: str = "text", id_field: str = "id", source_field: str = "source",
+                   score_field: str = "score") -> list[RetrievedContext]:
+    """A list of strings or of objects with text/id/source/score fields -> `RetrievedContext`s."""
+    if raw is None:
+        return []
+    if not isinstance(raw, list):
+        raise ValueError(f"contexts must be a list of strings or objects, got {type(raw).__name__}")
+    out = []
+    for i, item in enumerate(raw):
+        if isinstance(item, str):
+            out.append(RetrievedContext(text=item))
+        elif isinstance(item, RetrievedContext):
+            out.append(item)
+        elif isinstance(item, dict):
+            if text_field not in item:
+                raise ValueError(f"context {i} has no {text_field!r} field (fields: {sorted(item)})")
+            score = item.get(score_field)
+            out.append(RetrievedContext(
+                text=str(item[text_field]),
+                chunk_id=None if item.get(id_field) is None else str(item[id_field]),
+                source=None if item.get(source_field) is None else str(item[source_field]),
+                score=None if score is None else float(score),
+            ))
+        else:
+            raise ValueError(f"context {i} is a {type(item).__name__}; expected a string or an object")
+    return out
+
+
+def error_text(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}"
