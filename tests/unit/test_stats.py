@@ -29,6 +29,15 @@ LIKERT = np.arange(1, 6, dtype=float)
 FLOOR = 0.92
 KINDS = {k.name: k for k in bench.mean_kinds()}
 PAIRS = {k.name: k for k in bench.pair_kinds()}
+# the fast subset; the other kinds run with the slow tests (and in the benchmark)
+FAST = {"similarity 0.7 sd 0.1", "weighted faithfulness 85/15", "beta(2,0.3) piled near 1",
+        "70% exactly 0, rest beta(1,3)", "mean of 3 Likert judges", "0/1: a change fixes 1 item in 10",
+        "0/1: 5% fixed, 5% broken", "similarity +0.03, sd 0.1", "likert: 10% down, 10% up",
+        "weighted faithfulness: 30% worse"}
+
+
+def _params(names: list[str]) -> list[object]:
+    return [pytest.param(n, marks=() if n in FAST else pytest.mark.slow) for n in names]
 
 
 def _coverage(samples: np.ndarray, truth: float, scale: tuple[float, float]) -> float:
@@ -81,7 +90,7 @@ def test_likert_interval_covers_at_every_n(probs: tuple[float, ...]) -> None:
         assert _coverage(samples, truth, (1.0, 5.0)) >= FLOOR, f"n={n}, probs={probs}"
 
 
-@pytest.mark.parametrize("name", [k.name for k in bench.mean_kinds() if k.group == "continuous"])
+@pytest.mark.parametrize("name", _params([k.name for k in bench.mean_kinds() if k.group == "continuous"]))
 def test_continuous_bounded_interval_covers(name: str) -> None:
     # similarity, probability-weighted judges, fractions, Likert means, scores piled at a bound,
     # mixtures, and judges' real P(yes) scores resampled
@@ -213,7 +222,7 @@ def _paired_coverage(kind: bench.PairKind, n: int, scale: tuple[float, float] | 
 HARD_PAIRS = {"similarity: 10% of items +0.1", "weighted faithfulness: 30% worse"}
 
 
-@pytest.mark.parametrize("name", list(PAIRS))
+@pytest.mark.parametrize("name", _params(list(PAIRS)))
 def test_paired_difference_covers_at_every_n(name: str) -> None:
     kind = PAIRS[name]
     for n in (5, 10, 20, 30, 50, 100, 1000):
