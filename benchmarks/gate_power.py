@@ -249,9 +249,10 @@ class Evaluator:
         return metrics
 
 
-def run(generator: str, limit: int | None, gate: GateThresholds = GATE,
-        sizes: tuple[int, ...] = ()) -> tuple[list[Outcome], dict[int, dict[str, str]], int, GateThresholds]:
-    """Every planted change gated against the baseline; also, per subset size, the gate's status."""
+def run(generator: str, limit: int | None, gate: GateThresholds = GATE, sizes: tuple[int, ...] = (),
+        only: tuple[str, ...] = ()) -> tuple[list[Outcome], dict[int, dict[str, str]], int, GateThresholds]:
+    """Every planted change (or those whose name starts with one of `only`) gated against the baseline;
+    also, per subset size, the gate's status."""
     config = load_config(ROOT / "configs" / "full.yaml", FullConfig)
     match = config.evaluate.retrieval.match
     index, embedder = build_index(config)
@@ -289,7 +290,7 @@ def run(generator: str, limit: int | None, gate: GateThresholds = GATE,
         print(f"baseline: {len(samples)} questions answered and evaluated in "
               f"{time.perf_counter() - started:.0f} s", flush=True)
         outcomes, per_size = [], {n: {} for n in sizes}
-        for change in changes():
+        for change in [c for c in changes() if not only or c.name.startswith(only)]:
             started = time.perf_counter()
             answers = change.make(index, embedder, llm)
             answers = truncate(base_answers) if answers is None else answers
@@ -349,12 +350,15 @@ def main(argv: list[str] | None = None) -> int:
                         help="'local': the embedded default's models, evaluation set and gate; 'extractive': "
                              f"a fake extractive generator; or a litellm model string (e.g. {TINY_MODEL})")
     parser.add_argument("--limit", type=int, default=None, help="use the first N questions only")
+    parser.add_argument("--changes", default=None,
+                        help="comma-separated planted changes to run (name prefixes, e.g. 'top_k,no-op'); default all")
     parser.add_argument("--sizes", default="8,16,24", help="also gate on the first N questions, for each N")
     parser.add_argument("--markdown", default=None, help="write the tables to this Markdown file too")
     args = parser.parse_args(argv)
     sizes = tuple(int(n) for n in args.sizes.split(",") if n.strip())
     started = time.perf_counter()
-    outcomes, per_size, n, gate = run(args.generator, args.limit, GATE, sizes)
+    only = tuple(name.strip() for name in args.changes.split(",") if name.strip()) if args.changes else ()
+    outcomes, per_size, n, gate = run(args.generator, args.limit, GATE, sizes, only)
     out = [f"Gate power: {n} questions, generator {args.generator}, "
            f"{time.perf_counter() - started:.0f} s in all", "", table(outcomes, gate), ""]
     for o in outcomes:
