@@ -50,7 +50,9 @@ DEFAULT_TARGET = 30
 AGREEMENT_RESAMPLES = 1000  # bootstrap resamples of the live agreement box: fast enough per label
 MAX_DIGIT_SPAN = 9  # a scale labelled with digit keys: at most 0-9
 _WORD = re.compile(r"[a-z0-9]+")
-_SENTENCE = re.compile(r"\S.*?(?:[.!?](?=[\s\"')\]]|$)|(?=\n)|$)", re.S)
+# a sentence ends at . ! or ?, or at a line break unless the next line goes on in lower case (a
+# hard-wrapped paragraph); code, lists and headings start their lines otherwise
+_SENTENCE = re.compile(r"\S.*?(?:[.!?](?=[\s\"')\]]|$)|(?=\n(?![a-z]))|$)", re.S)
 _STOP = frozenset(("a", "an", "the", "and", "or", "of", "to", "in", "on", "for", "by", "with", "is", "are", "was",
                    "were", "be", "it", "its", "this", "that", "as", "at", "from", "can", "you", "your", "not",
                    "do", "does", "which", "what", "how", "when"))
@@ -102,6 +104,7 @@ class JudgeView(BaseModel):
     verdict: str  # e.g. "2 of 3 statements supported", "4 / 5", "pass"
     reason: str = ""
     statements: list[StatementJudge] = Field(default_factory=list)
+    support_threshold: float | None = None  # the P(supported) cut-off that decided each statement
 
 
 class ReviewItem(BaseModel):
@@ -264,8 +267,10 @@ def _statement_judge(score: float, details: dict[str, Any], passages: list[str],
             p_supported=float(probs[k]) if k < len(probs) and probs[k] is not None else None,
             reason=reason, pointer=pointer))
     supported = sum(1 for s in out if s.supported)
+    cut = run_details.get("support_threshold")
     return JudgeView(score=score, verdict=f"{supported} of {len(out)} statements supported ({score:.2f})",
-                     reason=str(details.get("reason", "")), statements=out)
+                     reason=str(details.get("reason", "")), statements=out,
+                     support_threshold=float(cut) if cut is not None and probs else None)
 
 
 # --- the log ---------------------------------------------------------------------------------------

@@ -73,9 +73,11 @@ async function show(index) {
   if (!state || !state.items.length) return;
   index = Math.max(0, Math.min(state.items.length - 1, index));
   view = await api("/api/item/" + index);
+  const changed = cur !== index;
   cur = index; marks = []; relabel = false; focus = null;
   taskIdx = firstOpenTask();
   history.replaceState(null, "", "#item=" + (index + 1));
+  if (changed) { $("contexts-col").scrollTop = 0; $("main").scrollTop = 0; }
   render();
 }
 
@@ -106,19 +108,25 @@ async function submit(task, payload) {
   } else {
     taskIdx = firstOpenTask();
   }
-  if (firstOpenTask() >= view.tasks.length) {
-    state.items[cur].done = true;  // at once, for Enter; the refresh below brings the figures
+  if (firstOpenTask() >= view.tasks.length && !state.items[cur].done) {
+    state.items[cur].done = true;  // at once, for Enter and the bar; the refresh below brings the figures
     state.items[cur].skipped = false;
+    state.labelled += 1;
+    renderProgress();
   }
   render();
   refreshSoon();
 }
 
-let refreshing = null;
+let refreshing = false, again = false;
 function refreshSoon() {
   // the figures (agreement bootstrap, PPI) take a moment: the next key does not wait for them
-  if (refreshing) return;
-  refreshing = refreshState().catch(err => notice(String(err.message || err), true)).finally(() => { refreshing = null; });
+  if (refreshing) { again = true; return; }
+  refreshing = true;
+  refreshState().catch(err => notice(String(err.message || err), true)).finally(() => {
+    refreshing = false;
+    if (again) { again = false; refreshSoon(); }
+  });
 }
 
 async function onKey(key) {
@@ -223,7 +231,9 @@ function judgeStatement(task, k, own) {
   if (!st) return null;
   const word = st.supported === null ? "undecided" : st.supported ? "supported" : "not supported";
   const cls = "verdict " + (st.supported ? "yes" : "no") + (own !== undefined && st.supported !== null && Number(st.supported) !== own ? " diff" : "");
-  const p = st.p_supported !== null && st.p_supported !== undefined ? ` (P ${fmt(st.p_supported)})` : "";
+  const cut = judge.support_threshold;
+  const p = st.p_supported === null || st.p_supported === undefined ? "" :
+    ` (P(supported) ${fmt(st.p_supported)}` + (cut !== null && cut !== undefined ? ` ${st.p_supported >= cut ? "≥" : "<"} cut-off ${fmt(cut)})` : ")");
   const where = st.pointer ? h("a", {class: "where", onclick: () => { focus = k; renderContexts(); focusMark(); }},
     `looked at #${st.pointer.passage + 1}` + (st.pointer.window ? `, window ${st.pointer.window}` : "")) : null;
   return h("div", {class: "judge"}, "judge: ", h("span", {class: cls}, word + p),
@@ -353,17 +363,21 @@ function render() {
   renderContexts();
 }
 
-function renderState() {
+function renderProgress() {
   const pct = state.target ? Math.round(100 * state.labelled / state.target) : 0;
   $("bar-fill").style.width = pct + "%";
   $("progress-text").textContent = `${state.labelled} / ${state.target} labelled`;
+}
+
+function renderState() {
+  renderProgress();
   $("run").textContent = `run ${state.run} · ${state.metrics.join(", ")} · seed ${state.seed}, stratified by ${state.stratified_by}`;
   const agree = $("agreement");
   agree.replaceChildren();
   for (const row of state.agreement) {
     if (!row.accuracy) {
       agree.append(h("div", {class: "fig"}, h("span", {class: "m"}, row.metric), h("div", {class: "muted"},
-        `n = ${row.n} ${row.unit}: shown from 2`)));
+        `shown from 2 labels (n = ${row.n} so far)`)));
       continue;
     }
     agree.append(h("div", {class: "fig"}, h("span", {class: "m"}, row.metric),
@@ -402,7 +416,7 @@ function renderState() {
     }
   }
   const sync = state.sync || {};
-  $("sync").textContent = `Stored in ${state.log.split("/").pop()} (${state.seq} lines)` +
+  $("sync").textContent = `Every answer is stored at once in ${state.log.split("/").pop()}` +
     (sync.version ? ` · human_labels v${sync.version}` : "") + (sync.pending ? " · saving…" : "") +
     (sync.error ? ` · artifact not saved: ${sync.error}` : "");
 }
