@@ -215,3 +215,19 @@ def test_a_port_held_by_another_program_is_reported(tmp_path: Path) -> None:
         other.listen()
         with pytest.raises(PortInUseError, match=f"port {other.getsockname()[1]} on 127.0.0.1 is in use"):
             make_server(other.getsockname()[1])
+
+
+def test_the_reading_aid_comes_from_the_statement_alone(tmp_path: Path) -> None:
+    rows, judged = _run()
+    flipped = judged["faithfulness"].model_copy(deep=True)
+    for item in flipped.items:  # the judge's verdicts and reasons changed: the aid must not move
+        item.details["statement_scores"] = [1 - v for v in item.details["statement_scores"]]
+        item.details["reasons"] = ["something else entirely"] * 2
+    a = ReviewSession.start(rows, judged, LabelLog(tmp_path / "a.jsonl"), run_id="r", run_name="r", n=6,
+                            metrics=["faithfulness"])
+    b = ReviewSession.start(rows, {**judged, "faithfulness": flipped}, LabelLog(tmp_path / "b.jsonl"), run_id="r",
+                            run_name="r", n=6, metrics=["faithfulness"])
+    hints = a.item_view(0)["tasks"][0]["hints"]
+    assert hints == b.item_view(0)["tasks"][0]["hints"]
+    first = hints[1][0]
+    assert CONTEXT[first["start"]:first["end"]] == "A failure hook runs when a step fails."
