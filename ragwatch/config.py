@@ -20,11 +20,11 @@ from typing import ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from ragwatch.bm25 import BM25Settings
 from ragwatch.chunking import ChunkingSettings
 from ragwatch.datasets import ImportSettings
 from ragwatch.embeddings import EmbeddingSettings
 from ragwatch.gate import GateThresholds
-from ragwatch.index import BM25Settings
 from ragwatch.judges.config import JudgesConfig
 from ragwatch.llm.types import LLMSettings
 from ragwatch.rag import RagSettings

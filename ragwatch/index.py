@@ -24,53 +24,35 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from itertools import pairwise
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field
 
+from ragwatch.bm25 import Analyzer, BM25Settings, tokenize
 from ragwatch.embeddings import Embedder
+from ragwatch.topk import best_per_row, candidates, rrf_fuse, score_blocks, top_k
 from ragwatch.types import Chunk, SearchHit
+
+# BM25Settings, tokenize (ragwatch.bm25), top_k and rrf_fuse (ragwatch.topk) stay importable from here
+__all__ = ["SEARCH_MODES", "BM25Settings", "BuildStats", "CorruptIndexError", "EmbeddingMismatchError",
+           "EmptyIndexError", "Index", "RagIndexError", "fingerprint", "rrf_fuse", "tokenize", "top_k"]
 
 SearchMode = Literal["vector", "bm25", "hybrid"]
 SEARCH_MODES: tuple[str, ...] = ("vector", "bm25", "hybrid")
 FORMAT_VERSION = 2  # 2 records the BM25 variant; 1 (without it) still loads, with the default variant
-RRF_K = 60
 HYBRID_MIN_DEPTH = 50
 # Score-matrix cells per block of queries. Vectors: large blocks, so the chunk matrix is read once per
 # many queries (float32, 64 MB: 1,000 queries over 100k chunks take 6 blocks). BM25 reads only posting
 # lists, so its blocks stay small enough for the CPU cache (measured: 1<<18 cells ~6x faster than 1<<24).
 BLOCK_CELLS = 1 << 24
 BM25_BLOCK_CELLS = 1 << 18
-CANDIDATE_GROUP = 64  # columns per group when looking for each row's best cells
-_WORD = re.compile(r"[^\W_]+")  # letters and digits; `log_metadata` -> `log`, `metadata`
-
-
-class BM25Settings(BaseModel):
-    """Which BM25 runs. The default is the standard one (as Lucene's EnglishAnalyzer and bm25s):
-    Snowball English stemming and Lucene's 33 English stop words. `none` turns either off."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    stemmer: Literal["snowball", "none"] = "snowball"
-    stopwords: Literal["english", "none"] = "english"
-    k1: float = Field(default=1.5, ge=0)
-    b: float = Field(default=0.75, ge=0, le=1)
-
-    def describe(self) -> str:
-        """One line for reports, e.g. 'BM25 (Lucene, k1=1.5, b=0.75), Snowball English stemmer, ...'."""
-        stem = "Snowball English stemmer" if self.stemmer == "snowball" else "no stemming"
-        stop = "Lucene English stop words" if self.stopwords == "english" else "no stop words"
-        return f"BM25 (Lucene, k1={self.k1:g}, b={self.b:g}), {stem}, {stop}"
 
 
 class RagIndexError(ValueError):
@@ -98,48 +80,6 @@ class BuildStats:
     seconds: float
 
 
-class _Terms(dict[str, str]):
-    """word -> BM25 term, filled on first sight of a word ('' for a stop word)."""
-
-    def __init__(self, stopwords: frozenset[str], stem: Any) -> None:
-        super().__init__()
-        self.stopwords = stopwords
-        self.stem = stem
-
-    def __missing__(self, word: str) -> str:
-        term = "" if word in self.stopwords else (self.stem(word) if self.stem else word)
-        self[word] = term
-        return term
-
-
-class Analyzer:
-    """Text -> BM25 terms for one `BM25Settings`; each distinct word is looked at once."""
-
-    def __init__(self, settings: BM25Settings) -> None:
-        from bm25s.stopwords import STOPWORDS_EN  # Lucene's English stop-word list
-
-        stopwords = frozenset(STOPWORDS_EN) if settings.stopwords == "english" else frozenset()
-        stem = None
-        if settings.stemmer == "snowball":
-            try:
-                import Stemmer  # PyStemmer: the Snowball stemmers in C
-            except ImportError as exc:
-                raise RagIndexError(
-                    "BM25 with stemmer 'snowball' needs PyStemmer: run `pip install PyStemmer`, "
-                    "or set bm25: {stemmer: none} in the config"
-                ) from exc
-            stem = Stemmer.Stemmer("english").stemWord
-        self._terms = _Terms(stopwords, stem)
-
-    def __call__(self, text: str) -> list[str]:
-        return [t for t in map(self._terms.__getitem__, _WORD.findall(text.lower())) if t]
-
-
-def tokenize(text: str, settings: BM25Settings | None = None) -> list[str]:
-    """The BM25 terms of `text` (default settings: lowercased, stop words dropped, stemmed)."""
-    return Analyzer(settings or BM25Settings())(text)
-
-
 def fingerprint(chunk_ids: Sequence[str], embedding_identity: str, bm25: BM25Settings | None = None) -> str:
     """sha256 over the embedding identity, the BM25 variant (when given) and the chunk ids, in order."""
     digest = hashlib.sha256(embedding_identity.encode())
@@ -148,78 +88,6 @@ def fingerprint(chunk_ids: Sequence[str], embedding_identity: str, bm25: BM25Set
     for chunk_id in chunk_ids:
         digest.update(b"\n" + chunk_id.encode())
     return digest.hexdigest()
-
-
-def top_k(scores: np.ndarray, k: int) -> np.ndarray:
-    """Indices of the k highest scores, best first; ties go to the lower index."""
-    k = min(k, len(scores))
-    if k <= 0:
-        return np.zeros(0, dtype=np.int64)
-    row = np.asarray(scores)[None, :]
-    _, cols = _candidates(row, k, 0.0)  # boundary ties are all candidates
-    ranked = _best_per_row(np.zeros(len(cols), dtype=np.int64), cols, row[0, cols], k, 1)[0]
-    return np.array([c for c, _ in ranked], dtype=np.int64)
-
-
-def rrf_fuse(rankings: Sequence[Sequence[int]], k_rrf: int = RRF_K) -> list[tuple[int, float]]:
-    """Reciprocal rank fusion: score(d) = sum over rankings of 1 / (k_rrf + rank), rank 1-based.
-
-    Returns (item, score) best first; ties go to the lower item.
-    """
-    fused: dict[int, float] = {}
-    for ranking in rankings:
-        for rank, item in enumerate(ranking, start=1):
-            fused[item] = fused.get(item, 0.0) + 1.0 / (k_rrf + rank)
-    return sorted(fused.items(), key=lambda pair: (-pair[1], pair[0]))
-
-
-def _blocks(n_queries: int, n_chunks: int, cells: int) -> Iterator[slice]:
-    size = max(1, cells // max(n_chunks, 1))
-    for start in range(0, n_queries, size):
-        yield slice(start, min(start + size, n_queries))
-
-
-def _kth_largest(scores: np.ndarray, k: int) -> np.ndarray:
-    """The k-th largest value of each row (k <= row length)."""
-    n = scores.shape[1]
-    return np.partition(scores, n - k, axis=1)[:, n - k]
-
-
-def _candidates(scores: np.ndarray, depth: int, slack: np.ndarray | float) -> tuple[np.ndarray, np.ndarray]:
-    """(rows, cols) of every cell within `slack` of its row's `depth`-th largest value, or above it
-    (a superset of each row's top `depth`, boundary ties included; a few more cells are harmless).
-
-    Partitioning every row of a wide block costs more than the matrix product; the maxima of groups
-    of `CANDIDATE_GROUP` columns are cheap, and the `depth`-th largest group maximum is a lower bound
-    of the row's `depth`-th largest value, so only groups reaching it are looked into.
-    """
-    n_rows, n = scores.shape
-    slack = np.broadcast_to(np.asarray(slack, dtype=np.float64), (n_rows,))
-    if n < 4 * depth * CANDIDATE_GROUP:
-        return np.nonzero(scores >= (_kth_largest(scores, depth) - slack)[:, None])
-    maxima = np.maximum.reduceat(scores, np.arange(0, n, CANDIDATE_GROUP), axis=1)
-    cut = _kth_largest(maxima, depth) - slack
-    rows, groups = np.nonzero(maxima >= cut[:, None])
-    cols = (groups[:, None] * CANDIDATE_GROUP + np.arange(CANDIDATE_GROUP)).ravel()
-    rows = np.repeat(rows, CANDIDATE_GROUP)
-    inside = cols < n  # the last group may be short
-    rows, cols = rows[inside], cols[inside]
-    keep = scores[rows, cols] >= cut[rows]
-    return rows[keep], cols[keep]
-
-
-def _best_per_row(
-    rows: np.ndarray, cols: np.ndarray, values: np.ndarray, depth: int, n_rows: int
-) -> list[list[tuple[int, float]]]:
-    """Candidates (row, col, value) -> per row the `depth` best (col, value), ties by lower col."""
-    order = np.lexsort((cols, -values, rows))
-    rows, cols, values = rows[order], cols[order], values[order]
-    starts = np.searchsorted(rows, np.arange(n_rows + 1)).tolist()
-    cols_list, values_list = cols.tolist(), values.tolist()
-    return [
-        list(zip(cols_list[lo : min(hi, lo + depth)], values_list[lo : min(hi, lo + depth)], strict=True))
-        for lo, hi in pairwise(starts)
-    ]
 
 
 @dataclass(frozen=True)
@@ -447,14 +315,14 @@ class Index:
         results: list[list[tuple[int, float]]] = []
         # The float64 re-score gathers (candidates x dim) per block: a block of a small corpus may hold
         # every query, so its rows are also bounded by depth * dim (else memory grows with the queries).
-        for block in _blocks(len(queries), max(n, 4 * depth * dim), BLOCK_CELLS):
+        for block in score_blocks(len(queries), max(n, 4 * depth * dim), BLOCK_CELLS):
             # One query: a matrix-vector product (BLAS gemv), several times faster than a 1-row gemm.
             approx = (self.vectors @ queries[block][0])[None, :] if block.stop - block.start == 1 else (
                 queries[block] @ self.vectors.T
             )
-            rows, cols = _candidates(approx, depth, slack * np.linalg.norm(queries[block], axis=1))
+            rows, cols = candidates(approx, depth, slack * np.linalg.norm(queries[block], axis=1))
             exact = (self.vectors[cols].astype(np.float64) * queries[block][rows].astype(np.float64)).sum(axis=1)
-            results.extend(_best_per_row(rows, cols, exact, depth, len(approx)))
+            results.extend(best_per_row(rows, cols, exact, depth, len(approx)))
         return results
 
     # ------------------------------------------------------------------ BM25
@@ -525,12 +393,12 @@ class Index:
             return [[] for _ in queries]
         depth = min(depth, len(self))
         results: list[list[tuple[int, float]]] = []
-        for block in _blocks(len(queries), len(self), BM25_BLOCK_CELLS):
+        for block in score_blocks(len(queries), len(self), BM25_BLOCK_CELLS):
             scores = self._bm25_block(queries[block], model)
-            rows, cols = _candidates(scores, depth, 0.0)
+            rows, cols = candidates(scores, depth, 0.0)
             matched = scores[rows, cols] > 0
             rows, cols = rows[matched], cols[matched]
-            results.extend(_best_per_row(rows, cols, scores[rows, cols], depth, len(scores)))
+            results.extend(best_per_row(rows, cols, scores[rows, cols], depth, len(scores)))
         return results
 
     # ------------------------------------------------------------------ persistence

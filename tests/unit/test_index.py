@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from ragwatch import index as index_module
+from ragwatch import topk as topk_module
 from ragwatch.embeddings import EmbeddingSettings, get_embedder
 from ragwatch.index import (
     BM25Settings,
@@ -91,7 +92,7 @@ def test_ties_break_by_chunk_order(monkeypatch: pytest.MonkeyPatch) -> None:
     scores = np.array([0.5, 0.9, 0.5, 0.9, 0.5, 0.1], dtype=np.float32)
     assert top_k(scores, 3).tolist() == [1, 3, 0]  # the boundary tie 0/2/4 goes to chunk 0
     assert top_k(scores, 10).tolist() == [1, 3, 0, 2, 4, 5]
-    monkeypatch.setattr(index_module, "CANDIDATE_GROUP", 1)  # the grouped search, same answer
+    monkeypatch.setattr(topk_module, "CANDIDATE_GROUP", 1)  # the grouped search, same answer
     assert top_k(np.tile(scores, 4), 3).tolist() == [1, 3, 7]
     assert top_k(np.tile(scores, 4), 5).tolist() == [1, 3, 7, 9, 13]
     same = np.ones((4, 3), dtype=np.float32) / math.sqrt(3)
@@ -325,7 +326,7 @@ def test_blocked_vector_search_is_exact_search_ties_included(
     monkeypatch: pytest.MonkeyPatch, block_cells: int, group: int
 ) -> None:
     monkeypatch.setattr(index_module, "BLOCK_CELLS", block_cells)
-    monkeypatch.setattr(index_module, "CANDIDATE_GROUP", group)
+    monkeypatch.setattr(topk_module, "CANDIDATE_GROUP", group)
     rng = np.random.default_rng(7)
     # Coarse values (multiples of 1/4) repeated across rows: many exact ties, exactly representable dots.
     distinct = rng.integers(-2, 3, size=(30, 24)) / 4
@@ -349,7 +350,7 @@ def test_blocked_vector_search_matches_float64_brute_force_on_random_vectors(
     monkeypatch: pytest.MonkeyPatch, group: int
 ) -> None:
     monkeypatch.setattr(index_module, "BLOCK_CELLS", 3_000)
-    monkeypatch.setattr(index_module, "CANDIDATE_GROUP", group)
+    monkeypatch.setattr(topk_module, "CANDIDATE_GROUP", group)
     rng = np.random.default_rng(3)
     vectors = rng.standard_normal((1_500, 64)).astype(np.float32)  # not unit: the bound scales with norms
     queries = rng.standard_normal((40, 64)).astype(np.float32)
@@ -364,7 +365,7 @@ def test_blocked_bm25_is_per_query_bm25s_ties_included(
     monkeypatch: pytest.MonkeyPatch, block_cells: int, group: int
 ) -> None:
     monkeypatch.setattr(index_module, "BM25_BLOCK_CELLS", block_cells)
-    monkeypatch.setattr(index_module, "CANDIDATE_GROUP", group)
+    monkeypatch.setattr(topk_module, "CANDIDATE_GROUP", group)
     rng = np.random.default_rng(11)
     words = [f"w{i}" for i in range(12)]
     # few words, short texts, many repeats: plenty of documents with equal scores
