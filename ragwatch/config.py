@@ -104,9 +104,9 @@ class FullConfig(_Strict):
     """One file configures every pipeline.
 
     `retrieval_only: true` evaluates retrieval alone, with no LLM at all: no synthetic pairs, no
-    answers, no keyword tests, no judges (for labelled sets; their reference answers are kept in
-    the evaluation set for a later full run). `reports_dir`: where `run.py` writes the HTML
-    reports (default: `reports/` under the current directory).
+    written reference answers, no answers, no keyword tests, no judges (for labelled sets; their
+    reference answers are kept in the evaluation set for a later full run). `reports_dir`: where
+    `run.py` writes the HTML reports (default: `reports/` under the current directory).
     """
 
     PATH_KEYS: ClassVar[tuple[str, ...]] = (
@@ -124,6 +124,7 @@ class FullConfig(_Strict):
     def _retrieval_only_calls_no_llm(self) -> FullConfig:
         if self.retrieval_only:
             self.testset.synthetic = False
+            self.testset.write_reference_answers = False
             self.evaluate.e2e.enabled = False
             self.evaluate.judges.enabled = []
             self.evaluate.judge_panel = []

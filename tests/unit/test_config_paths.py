@@ -49,13 +49,15 @@ def test_bundled_sample_keeps_its_own_settings():
                                           str(ROOT / "configs" / "../data/sample/pdf")]
     assert all(Path(p).is_dir() for p in config.ingest.corpus.paths)
     assert Path(config.testset.handwritten_retrieval_cases).is_file()
+    assert Path(config.testset.zenml_qa).is_file() and config.testset.write_reference_answers
     assert Path(config.evaluate.e2e.tables).is_file()
     assert config.evaluate.retrieval.match.url_rewrites
 
 
 def test_retrieval_only_turns_every_llm_off():
-    config = FullConfig.model_validate({"retrieval_only": True})
+    config = FullConfig.model_validate({"retrieval_only": True, "testset": {"write_reference_answers": True}})
     assert not config.testset.synthetic and not config.evaluate.e2e.enabled
+    assert not config.testset.write_reference_answers
     assert config.evaluate.judges.enabled == [] and config.evaluate.judge_panel == []
 
 
