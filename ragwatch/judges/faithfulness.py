@@ -41,8 +41,6 @@ from ragwatch.judges.verify import (
     VerifyMode,
     judge_support_threshold,
 )
-from ragwatch.judges.verify import context_windows as context_windows  # re-exported: review_session imports it
-from ragwatch.judges.verify import split_text as split_text  # re-exported, likewise
 from ragwatch.results import MetricInfo
 from ragwatch.types import EvalSample, RagAnswer
 
