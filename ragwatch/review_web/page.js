@@ -64,10 +64,17 @@ function firstOpenTask() {
 
 const answering = () => view && taskIdx < view.tasks.length;
 
+let knownSeq = 0;  // the newest log line this tab wrote or saw: an older state is a stale answer
+
 async function refreshState() {
-  state = await api("/api/state?tab=" + encodeURIComponent(tab));
+  const fresh = await api("/api/state?tab=" + encodeURIComponent(tab));
+  if (fresh.seq < knownSeq) return false;  // answered before our last label was stored
+  state = fresh; knownSeq = fresh.seq;
   renderState();
+  return true;
 }
+
+function wrote(res) { knownSeq = Math.max(knownSeq, res.event.seq); return res; }
 
 async function show(index) {
   if (!state || !state.items.length) return;
@@ -99,7 +106,7 @@ async function goNext() {
 
 async function submit(task, payload) {
   const seen = view.labels[task.metric] ? view.labels[task.metric].seq : 0;
-  const res = await api("/api/label", {item_id: view.item_id, metric: task.metric, seen, ...payload});
+  const res = wrote(await api("/api/label", {item_id: view.item_id, metric: task.metric, seen, ...payload}));
   notice(res.notice || "");
   view = res.item; marks = [];
   if (relabel) {
@@ -123,10 +130,11 @@ function refreshSoon() {
   // the figures (agreement bootstrap, PPI) take a moment: the next key does not wait for them
   if (refreshing) { again = true; return; }
   refreshing = true;
-  refreshState().catch(err => notice(String(err.message || err), true)).finally(() => {
-    refreshing = false;
-    if (again) { again = false; refreshSoon(); }
-  });
+  refreshState().then(current => { if (!current) again = true; })
+    .catch(err => notice(String(err.message || err), true)).finally(() => {
+      refreshing = false;
+      if (again) { again = false; refreshSoon(); }
+    });
 }
 
 async function onKey(key) {
@@ -137,13 +145,13 @@ async function onKey(key) {
   if (key === "Enter" || key === " ") return answering() ? undefined : goNext();
   if (key === "?") { $("keys").scrollIntoView(); return; }
   if (key === "s") {
-    await api("/api/skip", {item_id: view.item_id});
+    wrote(await api("/api/skip", {item_id: view.item_id}));
     await refreshState();
     return goNext();
   }
   if (key === "u") {
     if (marks.length) { marks.pop(); return render(); }
-    const res = await api("/api/undo", {});
+    const res = wrote(await api("/api/undo", {}));
     await refreshState();
     await show(res.index);
     notice("Undone: answer the item again.");

@@ -160,13 +160,14 @@ class Server:
         return "".join(self.lines) + out
 
 
-def _label_item(page, digit: str, marks: str) -> None:
-    """Answer the item shown: one key per statement, then the correctness digit; wait until stored."""
-    before = page.inner_text("#progress-text")
+def _label_item(page, digit: str, marks: str, labelled: int) -> None:
+    """Answer the item shown: one key per statement, then the correctness digit; wait until it is
+    stored (`labelled` items in all) and the judge is shown."""
     for key in marks:
         page.keyboard.press(key)
     page.keyboard.press(digit)
-    page.wait_for_function("b => document.getElementById('progress-text').textContent !== b", arg=before)
+    page.wait_for_function("n => document.getElementById('progress-text').textContent.startsWith(n + ' /')",
+                           arg=labelled)
     page.wait_for_selector("#next-hint:not([hidden])")
 
 
@@ -204,18 +205,18 @@ def test_label_ten_items_in_the_browser(config: Path, tmp_path: Path, capsys) ->
         assert page.locator(".judge").count() == 0  # the judge is hidden until the item is labelled
 
         started = time.monotonic()
-        _label_item(page, "4", "yn")
+        _label_item(page, "4", "yn", 1)
         assert "judge:" in page.inner_text("#tasks")  # revealed once answered
         page.keyboard.press("Enter")
-        _label_item(page, "2", "yy")
+        _label_item(page, "2", "yy", 2)
         page.keyboard.press("Enter")
         page.wait_for_selector("ol.statements li.current")
         page.keyboard.press("y")  # half an item, then a reload: the stored labels are all there
         page.reload()
         page.wait_for_selector("ol.statements li.current")
         assert _labelled(page) == 2
-        for digit in "345":
-            _label_item(page, digit, "yn")
+        for k, digit in enumerate("345", start=3):
+            _label_item(page, digit, "yn", k)
             page.keyboard.press("Enter")
         page.wait_for_selector("ol.statements li.current")
         server.kill()  # SIGKILL right after a label: nothing may be lost
@@ -225,18 +226,19 @@ def test_label_ten_items_in_the_browser(config: Path, tmp_path: Path, capsys) ->
         page.reload()
         page.wait_for_selector("ol.statements li.current")
         assert _labelled(page) == 5
-        _label_item(page, "1", "nn")
+        _label_item(page, "1", "nn", 6)
         page.keyboard.press("u")  # undo takes the last answer (the correctness digit) back
         page.wait_for_function("document.getElementById('progress-text').textContent.startsWith('5 /')")
         assert page.locator("ol.statements li.current").count() == 0  # the statements stay answered
-        _label_item(page, "3", "")
+        _label_item(page, "3", "", 6)
         page.keyboard.press("Enter")
         page.wait_for_selector("ol.statements li.current")
+        skipped = page.inner_text("#item-head b")
         page.keyboard.press("s")  # skip one
-        page.wait_for_selector(".chip.skipped", state="detached")
-        for digit in "1234":
+        page.wait_for_function("s => document.querySelector('#item-head b').textContent !== s", arg=skipped)
+        for k, digit in enumerate("1234", start=7):
             page.wait_for_selector("ol.statements li.current")
-            _label_item(page, digit, "yn")
+            _label_item(page, digit, "yn", k)
             if digit != "4":
                 page.keyboard.press("Enter")
         per_label_s = (time.monotonic() - started) / 10
