@@ -82,16 +82,18 @@ class LLMClient:
             from ragwatch.llm import local
             from ragwatch.llm.models import get_model
 
-            get_model(self.settings.model.removeprefix(LOCAL_PREFIX))  # a typo fails here, naming the choices
+            name = self.settings.model.removeprefix(LOCAL_PREFIX)
+            get_model(name)  # a typo fails here, naming the choices
             local.register()
+            local.reserve(name, self.settings.concurrency)  # the model decodes this many calls together
         self.usage = Usage(model=self.settings.model)
         self._usage_lock = threading.Lock()
         self._cache: GenerationCache | None = None
         if self.settings.cache:
             root = Path(self.settings.cache_dir).expanduser() if self.settings.cache_dir else default_cache_root()
             self._cache = GenerationCache(root / "llm")
-        # the in-process model runs one call at a time; more in flight would only queue on its lock
-        self.max_concurrency = 1 if self.is_local else max(1, self.settings.concurrency)
+        # the in-process model decodes up to `concurrency` calls together (ragwatch/llm/batched.py)
+        self.max_concurrency = max(1, self.settings.concurrency)
         # one flow control per event loop, shared by every call of this client on it (a rate limit
         # and the rpm/tpm budget span batches); asyncio futures cannot cross loops
         self._limiters: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Limiter] = weakref.WeakKeyDictionary()

@@ -1,9 +1,14 @@
 """The in-process llama.cpp provider, registered with litellm as `local/<name>`.
 
-One llama context per model per process, guarded by a lock (llama.cpp contexts are not
-thread-safe). Token logprobs come from a logits processor on that same context. A second context
-with `logits_all=True` is loaded only for perplexity: it reserves n_ctx x vocab floats (so its
-window is capped at PERPLEXITY_CTX) and pays an lm-head pass per prompt token.
+One llama model per process. Calls decode together: a `BatchEngine` (ragwatch/llm/batched.py) per
+model serves up to `slots` requests at once on its own multi-sequence context, so the client's
+concurrency (`LLMSettings.concurrency`, announced with `reserve`) reaches the model; decoding 4
+sequences per step costs little more than one on a CPU (`benchmarks/local_throughput.py`). With
+concurrency 1, or `SERIAL = True`, calls take the serial path instead: one llama context guarded by
+a lock, llama-cpp-python's own `create_chat_completion`. Both paths format the prompt, build the JSON
+grammar and sample greedily the same way; token logprobs are read from the raw logits at each step.
+A second context with `logits_all=True` is loaded only for perplexity: it reserves n_ctx x vocab
+floats (so its window is capped at PERPLEXITY_CTX) and pays an lm-head pass per prompt token.
 
 Example:
     >>> register()
@@ -16,19 +21,25 @@ import asyncio
 import atexit
 import functools
 import math
+import random
 import threading
 import time
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import litellm
 from litellm.llms.custom_llm import CustomLLM, CustomLLMError
 from litellm.types.utils import ModelResponse
 
+from ragwatch.llm.batched import BatchEngine, EngineClosedError
 from ragwatch.llm.models import ModelNotInstalledError, get_model, model_path
 
 N_THREADS = 2
 GREEDY_GRAMMAR_CHECK = True  # False: llama.cpp's stock sampler (benchmarks/grammar_decoding.py compares)
+SERIAL = False  # True: every call takes the serial path (benchmarks/local_throughput.py compares)
+DEFAULT_SLOTS = 4  # requests decoded together when no client announced its concurrency
+MAX_SLOTS = 8  # each slot holds a full window of KV cache (~115 MB for the 1.5B at 4096 tokens)
 PERPLEXITY_CTX = 2048  # Qwen's 152k vocabulary: 2048 x 152k floats = 1.2 GB of logits
 _PASSED = (
     "temperature",
@@ -43,7 +54,11 @@ _PASSED = (
 
 _models: dict[tuple[str, bool], Any] = {}
 _locks: dict[str, threading.Lock] = {}
-_registry_lock = threading.Lock()
+_engines: dict[str, BatchEngine] = {}
+_reserved: dict[str, int] = {}
+_sampler_locks: dict[str, threading.Lock] = {}
+_registry_lock = threading.RLock()
+_executor: ThreadPoolExecutor | None = None
 
 
 def load(name: str, *, logits_all: bool = False) -> tuple[Any, threading.Lock]:
@@ -140,10 +155,51 @@ def loaded() -> list[tuple[str, bool]]:
     return list(_models)
 
 
+def reserve(name: str, slots: int) -> None:
+    """Announce that up to `slots` calls to model `name` may be in flight (`LLMClient` does, with its
+    concurrency). The model's engine is sized to the largest announcement, capped at MAX_SLOTS;
+    only announcements of 1 keep the serial path."""
+    with _registry_lock:
+        _reserved[name] = max(_reserved.get(name, 0), max(1, slots))
+
+
+def slots_for(name: str) -> int:
+    """How many requests the model decodes together (1: the serial path)."""
+    if SERIAL:
+        return 1
+    return min(_reserved.get(name, DEFAULT_SLOTS), MAX_SLOTS)
+
+
+def engine(name: str) -> BatchEngine | None:
+    """The model's batch engine (created on first use, rebuilt bigger when idle), or None for serial."""
+    slots = slots_for(name)
+    if slots <= 1:
+        return None
+    llm, _ = load(name)
+    with _registry_lock:
+        current = _engines.get(name)
+        if current is not None and current.slots_n < slots and current.active() == 0:
+            current.close()  # a caller that still holds it gets EngineClosedError and asks again
+            current = None
+        if current is None:
+            current = _engines[name] = BatchEngine(llm, slots, n_ctx=get_model(name).n_ctx)
+        return current
+
+
+def engine_stats(name: str) -> Any:
+    """A copy of the cumulative counters of the model's engine (None without one)."""
+    current = _engines.get(name)
+    return None if current is None else current.stats.since(type(current.stats)())
+
+
 @atexit.register
 def close_all() -> None:
-    """Free every context; left to interpreter teardown, llama.cpp prints harmless tracebacks."""
+    """Stop the engines and free every context; left to interpreter teardown, llama.cpp prints
+    harmless tracebacks."""
     with _registry_lock:
+        for current in _engines.values():
+            current.close()  # before its model: the engine's context uses the model's weights
+        _engines.clear()
         for llm in _models.values():
             llm.close()
         _models.clear()
@@ -220,6 +276,14 @@ def chat(name: str, messages: list[dict[str, Any]], **params: Any) -> dict[str, 
         kwargs["response_format"] = _llama_response_format(kwargs["response_format"])
     wants_logprobs = bool(kwargs.pop("logprobs", None) or kwargs.get("top_logprobs"))
     top_k = int(kwargs.pop("top_logprobs", None) or 1)
+    for _ in range(3):
+        batcher = engine(name)
+        if batcher is None:
+            break
+        try:
+            return _chat_batched(name, batcher, messages, top_k if wants_logprobs else None, kwargs)
+        except EngineClosedError:  # replaced by a bigger engine between lookup and submit: ask again
+            continue
     llm, lock = load(name)
     with lock:
         recorder = _LogprobRecorder(llm, top_k) if wants_logprobs else None
@@ -232,6 +296,68 @@ def chat(name: str, messages: list[dict[str, Any]], **params: Any) -> dict[str, 
             choice = result["choices"][0]
             text = choice["message"].get("content") or ""
             choice["logprobs"] = recorder.finish(text, result.get("usage", {}).get("completion_tokens", 0))
+    return result
+
+
+class _EngineLlama:
+    """The model's `Llama` as llama-cpp-python's chat handler sees it, except that the completion it
+    asks for is decoded by the batch engine: the chat template, the JSON-schema grammar, stop strings
+    and token limits are the handler's own, exactly as on the serial path."""
+
+    def __init__(self, llm: Any, batcher: BatchEngine, sampler_lock: threading.Lock, top_logprobs: int | None):
+        self._llm, self._engine, self._sampler_lock, self._top = llm, batcher, sampler_lock, top_logprobs
+        self.logprobs: list[dict[str, Any]] | None = None
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._llm, name)
+
+    def create_completion(self, prompt: Any, **kw: Any) -> dict[str, Any]:
+        """`Llama._create_completion` for a tokenized prompt, greedy or sampled, without streaming."""
+        if kw.get("stream") or kw.get("logits_processor") or kw.get("logit_bias") or kw.get("logprobs"):
+            raise ValueError("the batched local provider does not stream, bias logits or echo logprobs")
+        llm = self._llm
+        tokens = list(prompt) if not isinstance(prompt, str) else llm.tokenize(prompt.encode("utf-8"), special=True)
+        stop = kw.get("stop") or []
+        stop = [stop] if isinstance(stop, str) else list(stop)
+        with self._sampler_lock:  # the seed lives on the Llama object, as on the serial path
+            seed = kw.get("seed")
+            llm.set_seed(seed if seed is not None else random.Random(llm._seed).randint(0, 2**32))
+            sampler = llm._init_sampler(
+                top_k=kw.get("top_k", 40), top_p=kw.get("top_p", 0.95), min_p=kw.get("min_p", 0.05),
+                typical_p=kw.get("typical_p", 1.0), temp=kw.get("temperature", 0.8),
+                repeat_penalty=kw.get("repeat_penalty", 1.0), frequency_penalty=kw.get("frequency_penalty", 0.0),
+                presence_penalty=kw.get("presence_penalty", 0.0), tfs_z=kw.get("tfs_z", 1.0),
+                mirostat_mode=kw.get("mirostat_mode", 0), mirostat_tau=kw.get("mirostat_tau", 5.0),
+                mirostat_eta=kw.get("mirostat_eta", 0.1), grammar=kw.get("grammar"),
+            )
+        try:
+            done = self._engine.submit(tokens, max_tokens=kw.get("max_tokens") or 0, sampler=sampler,
+                                       stop=[s.encode("utf-8") for s in stop], top_logprobs=self._top)
+        except BaseException:
+            sampler.close()
+            raise
+        self.logprobs = done.logprobs
+        return {
+            "id": f"cmpl-{uuid.uuid4()}",
+            "object": "text_completion",
+            "created": int(time.time()),
+            "model": kw.get("model") or llm.model_path,
+            "choices": [{"text": done.text, "index": 0, "logprobs": None, "finish_reason": done.finish_reason}],
+            "usage": {"prompt_tokens": done.prompt_tokens, "completion_tokens": done.completion_tokens,
+                      "total_tokens": done.prompt_tokens + done.completion_tokens},
+        }
+
+
+def _chat_batched(name: str, batcher: BatchEngine, messages: list[dict[str, Any]], top_logprobs: int | None,
+                  kwargs: dict[str, Any]) -> dict[str, Any]:
+    llm, _ = load(name)
+    with _registry_lock:
+        sampler_lock = _sampler_locks.setdefault(name, threading.Lock())
+    proxy = _EngineLlama(llm, batcher, sampler_lock, top_logprobs)
+    # llama-cpp-python's own entry point with the proxy as `self`: same handler, same arguments
+    result = type(llm).create_chat_completion(proxy, messages=messages, **kwargs)
+    if top_logprobs is not None:
+        result["choices"][0]["logprobs"] = {"content": proxy.logprobs or []}
     return result
 
 
@@ -310,7 +436,10 @@ class LocalProvider(CustomLLM):
         *args: Any,
         **kwargs: Any,
     ) -> ModelResponse:
-        return await asyncio.to_thread(
+        # a pool of our own: asyncio's default one has cpu_count + 4 threads (6 here), fewer than the
+        # requests the batch engine can take; these threads only wait for the engine
+        loop = asyncio.get_running_loop()
+        call = functools.partial(
             self.completion,
             model,
             messages,
@@ -325,6 +454,15 @@ class LocalProvider(CustomLLM):
             *args,
             **kwargs,
         )
+        return await loop.run_in_executor(_calls_pool(), call)
+
+
+def _calls_pool() -> ThreadPoolExecutor:
+    global _executor
+    with _registry_lock:
+        if _executor is None:
+            _executor = ThreadPoolExecutor(max_workers=64, thread_name_prefix="ragwatch-local")
+        return _executor
 
 
 _provider = LocalProvider()

@@ -146,8 +146,9 @@ def test_local_model_string_accepts_mock_without_loading_a_model():
     from ragwatch.llm import local
 
     before = set(local.loaded())
-    c = LLMClient(LLMSettings(model="local/smollm2-135m-instruct", cache=False))
-    assert c.max_concurrency == 1
+    c = LLMClient(LLMSettings(model="local/smollm2-135m-instruct", cache=False, concurrency=3))
+    assert c.max_concurrency == 3  # the batch engine decodes that many calls together
+    assert local.slots_for("smollm2-135m-instruct") >= 3
     gen = c.generate("q", schema=Verdict, mock_response='{"verdict": "yes"}')
     assert gen.ok and gen.parsed.verdict == "yes" and gen.cost_usd == 0.0
     assert set(local.loaded()) == before
