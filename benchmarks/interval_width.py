@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 import time
 from collections.abc import Callable
@@ -51,7 +52,7 @@ from ragwatch.stats import (  # noqa: E402
 )
 
 Z = NormalDist().inv_cdf(0.975)
-SIZES = (5, 10, 20, 30, 50, 100, 300, 1000)
+SIZES = (5, 10, 15, 20, 30, 50, 100, 300, 1000)
 WIDTH_SIZES = (20, 30, 50, 100)  # where the chosen interval must stay within 1.3x t's width
 FLOOR, MAX_RATIO = 0.92, 1.3
 BOOT_MAX_N = 100  # bootstrap candidates only up to here (draws x resamples x n floats)
@@ -268,8 +269,8 @@ MEAN_METHODS: dict[str, Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]]] =
     "bca": bca,
     "bounded-t: Hall only": ablation(wilson=False),
     "bounded-t: Wilson only": ablation(hall=False),
-    "bounded-t: guard 0.7^n": ablation(fade=lambda n: 0.7**n),
-    "bounded-t: guard 0.75^n": ablation(fade=lambda n: 0.75**n),
+    "bounded-t: guard exp(-(n/8)^2), no spread": ablation(fade=lambda n: math.exp(-((n / 8) ** 2)), spread=None),
+    "bounded-t: guard 0.75^n, no spread": ablation(fade=lambda n: 0.75**n, spread=None),
     "bounded-t: no small-n guard": ablation(fade=lambda n: 0.0),
     "chosen (mean_interval)": lambda y: bounded_intervals(y)[:2],
 }

@@ -29,12 +29,15 @@ import numpy as np
 
 DEFAULT_RESAMPLES = 2000
 # Small samples can miss a whole mode of the scores (the tenth of answers that fail outright). Below
-# ~15 items the bounded interval keeps a share exp(-(n/SMALL_N)^2) of Agresti-Coull's pseudo-scores
-# at the ends of the scale: about half at n=5, 6% at n=10, nothing to speak of from n=20 on. Chosen by
-# simulation (benchmarks/interval_width.py): a geometric fade 0.75^n gives the same guard at n=10 but
-# still costs 1.33x t's width at n=20 on tight similarity scores; 0.7^n drops weighted faithfulness
-# (85% near 1, 15% near 0) to 0.89 coverage at n=10.
-SMALL_N = 6.0
+# ~20 items the bounded interval adds Agresti-Coull's pseudo-scores at the ends of the scale, weighted
+# exp(-(n/SMALL_N)^2) (37% at n=10, 10% at n=15, 2% at n=20) and by how spread the scores are:
+# min(1, SPREAD * s^2 / (m(1-m))), full from a tenth of the most a score with mean m can vary. Tight
+# clusters (similarity) get little, spread-out judge probabilities the whole guard. Chosen by
+# simulation (benchmarks/interval_width.py): without the spread factor, no fade leaves both weighted
+# faithfulness (85% near 1, 15% near 0) at n=15 and tight similarity at n=20 (within 1.3x t) in
+# bounds: exp(-(n/8)^2) covers 0.916 at n=15, and a fade slow enough to cover costs 1.6x t at n=20.
+SMALL_N = 10.0
+SPREAD = 10.0
 
 
 class Interval(NamedTuple):
@@ -58,9 +61,10 @@ def mean_interval(
       Student's t corrected for skew two ways, spanning both: Hall's (1992) transformation with the
       sample skewness (shrunk towards 0 by its jackknife variance, as noisy skewness misplaces the
       interval), and the Wilson score form with the effective sample size n*m*(1-m)/s^2 (the skew a
-      bounded scale imposes near its ends). Below ~15 items, part of Agresti-Coull's pseudo-scores
-      at the ends of the scale (`small_sample_weight`) guards against a mode the sample missed.
-      Within 1.0-1.15x t's width from n = 20 on where t covers (the old augmented mean was 2-5x
+      bounded scale imposes near its ends). Below ~20 items, Agresti-Coull's pseudo-scores at the
+      ends of the scale, fading with n and scaled by the scores' spread (`SMALL_N`, `SPREAD`), guard
+      against a mode the sample missed.
+      Within 1.25x t's median width from n = 20 on where t covers (the old augmented mean was 4-10x
       wider on similarity-like scores), coverage >= 0.92 from n = 5 where t falls to 0.7.
     - Identical bounded scores (n=1 included): the augmented mean ("augmented-mean", z^2/2
       pseudo-scores at each end of the scale): four identical scores do not claim certainty.
@@ -125,7 +129,7 @@ def _augmented(y: np.ndarray, z: float) -> tuple[np.ndarray, np.ndarray]:
 
 
 def small_sample_weight(n: int) -> float:
-    """Share of Agresti-Coull's pseudo-scores the bounded interval keeps at n items (see SMALL_N)."""
+    """How much of the small-sample guard is left at n items (see SMALL_N)."""
     return math.exp(-((n / SMALL_N) ** 2))
 
 
@@ -134,19 +138,22 @@ def _bounded_t(
     confidence: float,
     *,
     fade: Callable[[int], float] = small_sample_weight,
+    spread: float | None = SPREAD,
     hall: bool = True,
     wilson: bool = True,
 ) -> tuple[np.ndarray, np.ndarray]:
     """The "bounded-t" interval of each row of y in [0, 1] (rows neither 0/1 nor identical, n >= 2).
 
-    `fade`, `hall` and `wilson` exist for the benchmark's ablations; without either correction the
-    interval is the augmented t interval.
+    `fade`, `spread` (None: the guard ignores the spread), `hall` and `wilson` exist for the
+    benchmark's ablations; without either correction the interval is the augmented t interval.
     """
     from scipy import stats as scipy_stats  # ~1 s to import; config validation needs none of it
 
     n = y.shape[1]
     q = float(scipy_stats.t.ppf(0.5 + confidence / 2, n - 1))
-    pseudo = q * q / 2 * fade(n)
+    m = y.mean(axis=1)
+    relative_spread = y.var(axis=1, ddof=1) / (m * (1 - m))  # m is inside (0, 1): neither 0/1 nor identical
+    pseudo = q * q / 2 * fade(n) * (1.0 if spread is None else np.minimum(1.0, spread * relative_spread))
     n_aug = n + 2 * pseudo
     centre = (y.sum(axis=1) + pseudo) / n_aug
     variance = (((y - centre[:, None]) ** 2).sum(axis=1) + pseudo * (centre**2 + (1 - centre) ** 2)) / (n_aug - 1)
@@ -273,7 +280,7 @@ def bootstrap_mean_ci(
     values: Sequence[float], *, confidence: float = 0.95, resamples: int = DEFAULT_RESAMPLES, seed: int = 0
 ) -> tuple[float, float, float]:
     """Mean of `values` and the percentile bootstrap interval of the mean (undercovers at small n:
-    0.82-0.87 at n=5 on the benchmark's scores; prefer `mean_interval`)."""
+    0.84 at n=5 on similarity differences in benchmarks/interval_width.py; prefer `mean_interval`)."""
     data = np.asarray(values, dtype=float)
     if data.size == 0:
         raise ValueError("bootstrap_mean_ci needs at least one value")
@@ -301,7 +308,8 @@ def bootstrap_paired_diff_ci(
     `scale` is the metric's (`MetricInfo.scale`); without it, (0, 1) when every score fits, else the
     range the scores span; when every score is the same number there is no spread to go on and
     the interval is the point. `resamples` and `seed` are kept for callers: nothing is resampled
-    (the percentile bootstrap this replaced covered 0.24-0.83 at n=5 and 0.40-0.91 at n=10).
+    (the percentile bootstrap this replaced covered 0.09-0.85 at n=5 and 0.17-0.91 at n=10 in
+    benchmarks/interval_width.py: zero width whenever no item changed).
     """
     a, b = np.asarray(new, dtype=float), np.asarray(old, dtype=float)
     if a.shape != b.shape:

@@ -96,7 +96,7 @@ def test_continuous_bounded_interval_covers(name: str) -> None:
     # mixtures, and judges' real P(yes) scores resampled
     kind = KINDS[name]
     rng = np.random.default_rng(7)
-    for n in (5, 10, 20, 30, 50, 100, 1000):
+    for n in (5, 10, 15, 20, 30, 50, 100, 1000):
         assert _coverage(kind.sample(rng, (DRAWS, n)), kind.truth, kind.scale) >= FLOOR, f"n={n}"
 
 
@@ -225,7 +225,7 @@ HARD_PAIRS = {"similarity: 10% of items +0.1", "weighted faithfulness: 30% worse
 @pytest.mark.parametrize("name", _params(list(PAIRS)))
 def test_paired_difference_covers_at_every_n(name: str) -> None:
     kind = PAIRS[name]
-    for n in (5, 10, 20, 30, 50, 100, 1000):
+    for n in (5, 10, 15, 20, 30, 50, 100, 1000):
         coverage = _paired_coverage(kind, n, kind.scale, seed=n)
         if name in HARD_PAIRS:
             d = np.subtract(*reversed(kind.sample(np.random.default_rng(n), (DRAWS, n))))
