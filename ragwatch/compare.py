@@ -231,11 +231,11 @@ def _compare_metric(name: str, new: MetricResult, old: MetricResult, thresholds:
     min_pairs = _MIN_PAIRED_FRACTION * min(len(new_values), len(old_values))
     if new_scores is not None and old_scores is not None and common and len(common) >= min_pairs:
         diff, low, high = bootstrap_paired_diff_ci(
-            [new_scores[i] for i in common], [old_scores[i] for i in common], seed=seed)
+            [new_scores[i] for i in common], [old_scores[i] for i in common], seed=seed, scale=new.info.scale)
         row.method, row.n_paired = "paired", len(common)
         enough = len(common) >= 2
     else:
-        diff, low, high = bootstrap_unpaired_diff_ci(new_values, old_values, seed=seed)
+        diff, low, high = bootstrap_unpaired_diff_ci(new_values, old_values, seed=seed, scale=new.info.scale)
         row.method = "unpaired"
         if not row.note:
             row.note = (f"only {len(common)} item ids in common: compared unpaired" if common
@@ -253,12 +253,13 @@ def _compare_metric(name: str, new: MetricResult, old: MetricResult, thresholds:
         before = "as before" if old.constant_value() is not None else "it varied in the old run"
         _add_note(row, f"constant judge ({fmt_num(row.constant_value)} on every item; {before}): not gated")
         return row
-    if row.basis != "labelled" and row.method == "paired" and len(common) == len(new_values) == len(old_values) and all(
-        new_scores[i] == old_scores[i] for i in common
-    ):
-        # The same score on every item of both runs: no change to measure, whatever n is.
+    if row.basis != "labelled" and row.method == "paired" and all(new_scores[i] == old_scores[i] for i in common):
+        # The same score on every paired item: no change to measure, whatever n is. Items scored in
+        # one run only (a judge failure) are counted in n_new/n_old, not read as a change.
         row.verdict = "unchanged"
-        _add_note(row, f"identical on all {len(common)} paired items")
+        unpaired = max(len(new_values), len(old_values)) - len(common)
+        _add_note(row, f"identical on all {len(common)} paired items"
+                       + (f" ({unpaired} scored in one run only)" if unpaired else ""))
         return row
     if not enough:
         row.verdict = "inconclusive"

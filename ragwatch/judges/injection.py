@@ -119,7 +119,7 @@ def measure_injection(
             if not pairs:
                 continue
             old_scores, new_scores = [a for a, _ in pairs], [b for _, b in pairs]
-            diff, low, high = bootstrap_paired_diff_ci(new_scores, old_scores, seed=seed)
+            diff, low, high = bootstrap_paired_diff_ci(new_scores, old_scores, seed=seed, scale=clean.info.scale)
             n = len(pairs)
             rows.append(InjectionResult(metric=clean.name, injection=name, where=where, mode=mode, n=n,
                                         clean=sum(old_scores) / n, injected=sum(new_scores) / n, inflation=diff,
