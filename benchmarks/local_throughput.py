@@ -146,6 +146,7 @@ class Bench:
         self.answers: list[Any] = []
         self.timings: dict[tuple[str, str], Timing] = {}
         self.agreement: dict[str, list[str]] = {}
+        self.baseline: dict[str, list[str]] = {}
         self.probes: dict[str, SerialProbe] = {}
         self.rss: dict[str, float] = {"after setup": rss_mb()}
 
@@ -240,6 +241,11 @@ class Bench:
                 print(f"{stage} round {r + 1}: old {walls['old']:.0f} s, new {walls['new']:.0f} s, "
                       f"ratio {walls['old'] / walls['new']:.2f}x", file=sys.stderr, flush=True)
             self.agreement[stage] = self.compare(stage, outputs["old"], outputs["new"])
+            if self.args.baseline and stage in ("answers", "judge"):
+                # the serial path against itself with another call history (items in reverse order):
+                # its logits depend on which prefix the previous call left in the cache
+                again, _, _ = self.run_stage(stage, "old", slice(None, None, -1))
+                self.baseline[stage] = self.compare(stage, outputs["old"], list(reversed(again)))
             if stage == "pairs":
                 self.samples = []
                 for i, (chunk, gen) in enumerate(zip(self.chunks, outputs["old"], strict=True)):
@@ -295,7 +301,7 @@ class Bench:
         print(f"\n{os.cpu_count()} cores, {self.args.items} items per stage, {self.args.rounds} rounds "
               f"(old/new alternating), batch engine with {self.args.slots} slots, load average at the end "
               f"{os.getloadavg()[0]:.1f}")
-        print("\n| stage | path | items/min | ratio new/old (per round) | tokens/call prompt -> generated "
+        print("\n| stage | path | items/min | ratio new/old (per round) | tokens/call: prompt (read) -> generated "
               "| prompt read tok/s | decode tok/s | decode steps (seqs/step) | CPU s/item |")
         print("|---|---|---|---|---|---|---|---|---|")
         for stage in self.args.stages:
@@ -303,11 +309,12 @@ class Bench:
             ratios = [o / w for o, w in zip(old.walls, new.walls, strict=True)]
             for path, t in (("old", old), ("new", new)):
                 per_min = t.items / t.wall * 60
-                ratio = (f"**{old.wall / new.wall:.2f}x** ({', '.join(f'{r:.2f}' for r in ratios)})"
-                         if path == "new" else "")
+                ratio = (f"**{old.wall / new.wall:.2f}x** ({', '.join(f'{r:.2f}' for r in ratios)}; "
+                         f"median {statistics.median(ratios):.2f})" if path == "new" else "")
                 seqs = t.completion_tokens / t.decode_steps if t.decode_steps else 0
                 read = t.evaluated_prompt_tokens / max(t.prompt_s, 1e-9)
-                print(f"| {stage} | {path} | {per_min:.2f} | {ratio} | {t.prompt_tokens / t.calls:.0f} -> "
+                print(f"| {stage} | {path} | {per_min:.2f} | {ratio} | {t.prompt_tokens / t.calls:.0f} "
+                      f"({t.evaluated_prompt_tokens / t.calls:.0f}) -> "
                       f"{t.completion_tokens / t.calls:.0f} | {read:.0f} | "
                       f"{t.completion_tokens / max(t.decode_s, 1e-9):.1f} | {t.decode_steps} ({seqs:.2f}) | "
                       f"{t.cpu_s / t.items:.1f} |")
@@ -324,6 +331,10 @@ class Bench:
         print("\nEquivalence (first round, old vs new on the same inputs):")
         for stage, lines in self.agreement.items():
             print(f"- {stage}: " + "; ".join(lines))
+        if self.baseline:
+            print("\nFor scale, the serial path against itself, items in reverse order (another cache history):")
+            for stage, lines in self.baseline.items():
+                print(f"- {stage}: " + "; ".join(lines))
         peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         print(f"\nMemory: peak RSS {peak:.0f} MB; RSS "
               + ", ".join(f"{k} {v:.0f} MB" for k, v in self.rss.items()))
@@ -335,6 +346,8 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=2, help="old/new runs per stage, alternating the order")
     parser.add_argument("--slots", type=int, default=4, help="requests the batch engine decodes together")
     parser.add_argument("--stages", nargs="+", default=list(STAGES), choices=STAGES)
+    parser.add_argument("--baseline", action="store_true",
+                        help="also run the serial path on the items in reverse order (how much its own replies move)")
     args = parser.parse_args()
     from ragwatch.llm import local
 

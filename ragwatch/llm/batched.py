@@ -1,25 +1,28 @@
 """Continuous batching for the in-process llama.cpp provider: several requests decode together.
 
-Decoding one token reads every weight of the model once; on a CPU that read, not the arithmetic,
-bounds the speed, so a step that advances 4 sequences costs little more than a step that advances
-one (measured in `benchmarks/local_throughput.py`). Reading a prompt is arithmetic-bound and gains
-nothing from batching, but its chunks carry the generating sequences' next tokens along for free.
-
 `BatchEngine` owns one llama context per model with one KV stream per slot (`n_seq_max = slots`,
-each as long as the model's window) and a scheduler thread. A request arrives already formatted by
-llama-cpp-python's chat handler (prompt tokens, grammar, stop strings, max_tokens: see
-`local.chat`), so chat template, JSON-schema grammar and tokenization are those of the serial path.
-The thread admits queued requests into free slots (a slot keeps the KV of its last prompt, so the
-common prefix, e.g. the judge's instructions, is not read again), then repeats one `llama_decode`
-over the next token of every generating slot plus prompt chunks of slots still reading their prompt,
-then per slot: logprobs from the raw logits, the slot's own sampler chain (grammar, greedy), and the
-stop rules of `Llama._create_completion`.
+each as long as the model's window) and a scheduler thread; callers block in `submit`. A request
+arrives already formatted by llama-cpp-python's chat handler (prompt tokens, grammar, stop strings,
+max_tokens: see `local.chat`), so chat template, JSON-schema grammar and tokenization are those of
+the serial path. The thread admits queued requests into free slots, reads their prompts, then
+decodes the next token of every generating slot in one `llama_decode`, and per slot: logprobs from
+the raw logits, the slot's own sampler chain (grammar, greedy), the stop rules of
+`Llama._create_completion`.
+
+What batching buys on a 2-core AVX2 CPU (`benchmarks/local_throughput.py`): reading a prompt is
+arithmetic-bound and gains nothing; a decode step is partly bound by reading the weights, so a step
+of 4 sequences costs about 2.9x a step of one on the 0.5B (1.4x the tokens per second) and less on
+the 1.5B. Shared instruction prefixes are read once: a slot keeps the KV of its last prompt, and a
+slot starting a prompt copies another slot's stream when that one holds a longer prefix of it.
 
 Per-sequence KV streams, not one unified cache: with a unified cache every token's attention spans
-the cells of all slots (4-8x the work at 4-8 slots, and the serial path's numerics change if flash
-attention is used to skip them). llama.cpp splits a multi-stream batch into micro-batches of
-consecutive sequence ids with equal token counts, so the batch lists slots in id order and free
-slots are filled lowest id first, keeping the generating ones contiguous.
+the cells of all slots (and flash attention, which skips them, changes the serial path's numerics).
+llama.cpp runs a multi-stream batch as micro-batches of consecutive sequence ids with equal token
+counts, so the batch lists slots in id order and free slots are filled lowest id first.
+
+Numerics: the repacked Q4_K kernels multiply 4 rows differently from 1, so a batched decode gives
+slightly different logits than a serial one (as the serial path's own logits depend on which prefix
+its previous call left in the cache); with SmolLM2's Q4_1 weights replies and logprobs are identical.
 
 Example:
     >>> engine = BatchEngine(llama, slots=4)  # llama: a loaded llama_cpp.Llama (shares its weights)
@@ -155,7 +158,6 @@ class BatchEngine:
         self._cond = threading.Condition()
         self._stopping = False
         self._admitted = 0
-        self._prompt_turn = True
         self.stats = EngineStats()
         self._thread = threading.Thread(target=self._run, name="ragwatch-llama-batch", daemon=True)
         self._thread.start()
@@ -198,6 +200,10 @@ class BatchEngine:
             llama_cpp.llama_batch_free(self._batch)
             self._ctx.close()
             self._ctx = None
+
+    def alive(self) -> bool:
+        """False once closed, or in a forked child (threads do not survive a fork)."""
+        return self._thread.is_alive() and not self._stopping
 
     def active(self) -> int:
         """Requests in slots or queued."""
@@ -308,15 +314,17 @@ class BatchEngine:
     def _step(self) -> None:
         """One llama_decode: a prompt chunk of one slot, or the next token of every generating slot.
 
-        Prompt chunks never share a decode with other sequences: a slot reads its prompt in the
-        serial path's chunks (n_batch tokens from the reused prefix on), so its KV cache and first
-        logits are computed exactly as there. With one KV stream per sequence nothing is lost by it:
-        llama.cpp would run a mixed batch as separate micro-batches anyway. Prompt chunks and decode
-        steps alternate, so neither starves the other.
+        Prompts first: a slot reads its whole prompt before the generating slots take their next
+        step, so that decode steps advance as many sequences as possible. On this CPU that is what
+        pays: llama.cpp's repacked Q4_K kernels multiply 4 (or 8) rows at once, but 2 or 3 rows one
+        by one, so only steps of 4+ sequences are cheaper per token (0.5B: 1 row 26 ms, 2 rows 51 ms,
+        4 rows 75 ms, 8 rows 135 ms). A prompt chunk never shares a decode with other sequences: it
+        is read in the serial path's chunks (n_batch tokens from the reused prefix on), so its KV
+        and first logits are computed as there; with one KV stream per sequence llama.cpp would run
+        a mixed batch as separate micro-batches anyway.
         """
-        generating = [s for s in self._slots if s.request is not None and s.next_token is not None]
         readers = [s for s in self._slots if s.request is not None and s.pending]
-        if readers and (not generating or self._prompt_turn):
+        if readers:
             slot = min(readers, key=lambda s: s.order)  # the earliest admitted reads first
             if slot.fresh:
                 self._borrow_prefix(slot)
@@ -327,15 +335,15 @@ class BatchEngine:
             slot.pending = slot.pending[len(chunk):]
             if not slot.pending:
                 self._advance(slot, len(chunk) - 1)
-        else:
-            tokens = [s.next_token for s in generating]
-            self._decode([(s, [t]) for s, t in zip(generating, tokens, strict=True)], prompt=False)
-            for slot, token in zip(generating, tokens, strict=True):
-                slot.cached.append(token)  # type: ignore[arg-type]
-                slot.next_token = None
-            for index, slot in enumerate(generating):
-                self._advance(slot, index)
-        self._prompt_turn = not self._prompt_turn
+            return
+        generating = [s for s in self._slots if s.request is not None and s.next_token is not None]
+        tokens = [s.next_token for s in generating]
+        self._decode([(s, [t]) for s, t in zip(generating, tokens, strict=True)], prompt=False)
+        for slot, token in zip(generating, tokens, strict=True):
+            slot.cached.append(token)  # type: ignore[arg-type]
+            slot.next_token = None
+        for index, slot in enumerate(generating):
+            self._advance(slot, index)
 
     def _decode(self, parts: list[tuple[_Slot, list[int]]], *, prompt: bool) -> None:
         """Fill the batch (slots in id order, logits for the last token of each part) and decode it."""

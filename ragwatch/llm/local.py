@@ -178,6 +178,8 @@ def engine(name: str) -> BatchEngine | None:
     llm, _ = load(name)
     with _registry_lock:
         current = _engines.get(name)
+        if current is not None and not current.alive():
+            current = None  # closed, or this is a forked child where its thread does not run
         if current is not None and current.slots_n < slots and current.active() == 0:
             current.close()  # a caller that still holds it gets EngineClosedError and asks again
             current = None
