@@ -302,6 +302,7 @@ def run(generator: str, limit: int | None, gate: GateThresholds = GATE, sizes: t
             outcomes.append(outcome)
             print(f"  {change.name}: {'blocked' if not outcome.decision.promote else 'promoted'} "
                   f"({outcome.decision.status}, {outcome.seconds:.0f} s)", flush=True)
+            print("  " + table([outcome], gate).splitlines()[-1], flush=True)  # the row, before a long run ends
             for n in sizes:
                 sub = compare_runs(_first(metrics, samples[:n], answers[:n], evaluate.match, top_k),
                                    _first(base, samples[:n], base_answers[:n], evaluate.match, 3),

@@ -74,6 +74,7 @@ def load(name: str, *, logits_all: bool = False) -> tuple[Any, threading.Lock]:
                     "the local provider needs llama-cpp-python (a portable build: "
                     "CMAKE_ARGS='-DGGML_NATIVE=OFF' pip install llama-cpp-python==0.3.36)"
                 ) from exc
+            _json_strings_without_control_characters()
             spec = get_model(name)
             llama_class = _greedy_grammar_class(Llama) if GREEDY_GRAMMAR_CHECK else Llama
             _models[key] = llama_class(
@@ -84,6 +85,20 @@ def load(name: str, *, logits_all: bool = False) -> tuple[Any, threading.Lock]:
                 verbose=False,
             )
         return _models[key], lock
+
+
+# JSON forbids raw U+0000-U+001F inside strings; llama-cpp-python's schema grammar allowed them (its
+# `char` is [^"\\]), so a judge could write a raw newline inside a reason and fail validation after its
+# repairs (1 of 64 judged items in a default run). This is llama.cpp's own rule (json-schema-to-grammar).
+# Greedy replies that were valid JSON are unchanged: the grammar only rejects what JSON rejects.
+JSON_STRING_CHAR = r'[^"\\\x00-\x1F] | "\\" (["\\/bfnrt] | "u" [0-9a-fA-F] [0-9a-fA-F] [0-9a-fA-F] [0-9a-fA-F])'
+
+
+@functools.cache
+def _json_strings_without_control_characters() -> None:
+    from llama_cpp import llama_grammar
+
+    llama_grammar.PRIMITIVE_RULES["char"] = llama_grammar.BuiltinRule(JSON_STRING_CHAR, [])
 
 
 @functools.cache  # one subclass per base class, not one per loaded model

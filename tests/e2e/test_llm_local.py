@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 import random
 from typing import Literal
@@ -99,3 +100,42 @@ def test_greedy_grammar_shortcut_decodes_exactly_like_the_full_grammar_check():
             llm.close()
     assert replies["shortcut"] == replies["stock"]
     assert all(text.startswith("{") and logprobs for text, logprobs in replies["stock"])
+
+
+def _grammar_allows(llm, grammar, prefix: str, candidates: list[int]) -> list[bool]:
+    """Which candidate tokens the grammar allows after `prefix` (llama.cpp's own grammar sampler)."""
+    import ctypes
+
+    import llama_cpp
+
+    vocab = llama_cpp.llama_model_get_vocab(llm._model.model)
+    sampler = llama_cpp.llama_sampler_init_grammar(vocab, grammar._grammar.encode(), grammar._root.encode())
+    try:
+        for token in llm.tokenize(prefix.encode(), add_bos=False, special=False):
+            llama_cpp.llama_sampler_accept(sampler, token)
+        data = (llama_cpp.llama_token_data * len(candidates))(
+            *[llama_cpp.llama_token_data(t, 0.0, 0.0) for t in candidates])
+        array = llama_cpp.llama_token_data_array(data, len(candidates), -1, False)
+        llama_cpp.llama_sampler_apply(sampler, ctypes.byref(array))
+        return [data[i].logit != -math.inf for i in range(len(candidates))]
+    finally:
+        llama_cpp.llama_sampler_free(sampler)
+
+
+def test_json_grammar_rejects_raw_control_characters_in_strings():
+    # A judge once wrote a raw newline inside its reason: invalid JSON, so the item failed after its
+    # repairs. The provider's grammar now follows JSON: escapes yes, raw control characters no.
+    pytest.importorskip("llama_cpp")
+    from llama_cpp import LlamaGrammar
+
+    from ragwatch.llm import local
+
+    llm, _ = local.load(MODEL.removeprefix("local/"))  # installs the JSON string rule
+    grammar = LlamaGrammar.from_json_schema(
+        json.dumps(Verdict.model_json_schema()), verbose=False)
+    newline, tab, letter = (llm.tokenize(t.encode(), add_bos=False, special=False)[0] for t in ("\n", "\t", "a"))
+    prefix = '{"verdict": "yes", "reason": "The context'
+    assert _grammar_allows(llm, grammar, prefix, [newline, tab, letter]) == [False, False, True]
+    # an escaped newline stays allowed
+    escaped_n = llm.tokenize(b"n", add_bos=False, special=False)[0]
+    assert _grammar_allows(llm, grammar, prefix + " \\", [escaped_n]) == [True]
