@@ -290,7 +290,10 @@ def run(generator: str, limit: int | None, gate: GateThresholds = GATE, sizes: t
         print(f"baseline: {len(samples)} questions answered and evaluated in "
               f"{time.perf_counter() - started:.0f} s", flush=True)
         outcomes, per_size = [], {n: {} for n in sizes}
-        for change in [c for c in changes() if not only or c.name.startswith(only)]:
+        by_name = {c.name: c for c in changes()}
+        names = dict.fromkeys(n for prefix in only for n in by_name if n.startswith(prefix)) if only else by_name
+        picked = [by_name[n] for n in names]
+        for change in picked:  # in the order asked for
             started = time.perf_counter()
             answers = change.make(index, embedder, llm)
             answers = truncate(base_answers) if answers is None else answers
@@ -352,7 +355,8 @@ def main(argv: list[str] | None = None) -> int:
                              f"a fake extractive generator; or a litellm model string (e.g. {TINY_MODEL})")
     parser.add_argument("--limit", type=int, default=None, help="use the first N questions only")
     parser.add_argument("--changes", default=None,
-                        help="comma-separated planted changes to run (name prefixes, e.g. 'top_k,no-op'); default all")
+                        help="comma-separated planted changes to run, in this order "
+                             "(name prefixes, e.g. 'top_k,no-op'); default all")
     parser.add_argument("--sizes", default="8,16,24", help="also gate on the first N questions, for each N")
     parser.add_argument("--markdown", default=None, help="write the tables to this Markdown file too")
     args = parser.parse_args(argv)
