@@ -33,9 +33,7 @@ from ragwatch.results import ItemScore, MetricResult
 SAMPLE = REPO_ROOT / DEFAULT_DATASET
 
 
-@pytest.fixture(autouse=True)
-def _cache_dir(tmp_path, monkeypatch):
-    monkeypatch.setenv("RAGWATCH_CACHE_DIR", str(tmp_path / "cache"))
+pytestmark = pytest.mark.usefixtures("isolated_cache")  # a fresh LLM cache per test
 
 
 class ScriptedLLM(LLMClient):

@@ -17,9 +17,7 @@ from ragwatch.rag import BuiltinRAG, RagSettings
 __all__ = ["fake_server"]
 
 
-@pytest.fixture(autouse=True)
-def _cache_dir(tmp_path, monkeypatch):
-    monkeypatch.setenv("RAGWATCH_CACHE_DIR", str(tmp_path / "cache"))
+pytestmark = pytest.mark.usefixtures("isolated_cache")  # a fresh LLM cache per test
 
 
 def test_confidence_is_captured_at_generation_and_judged_without_extra_calls(fake_server):

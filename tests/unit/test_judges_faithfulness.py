@@ -21,9 +21,7 @@ from ragwatch.judges.verify import (
 __all__ = ["fake_server"]
 
 
-@pytest.fixture(autouse=True)
-def _cache_dir(tmp_path, monkeypatch):
-    monkeypatch.setenv("RAGWATCH_CACHE_DIR", str(tmp_path / "cache"))
+pytestmark = pytest.mark.usefixtures("isolated_cache")  # a fresh LLM cache per test
 
 
 def _between(text: str, label: str) -> list[str]:

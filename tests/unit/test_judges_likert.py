@@ -22,9 +22,7 @@ from ragwatch.judges.base import neutralize
 __all__ = ["fake_server"]  # the fixture is used by name
 
 
-@pytest.fixture(autouse=True)
-def _cache_dir(tmp_path, monkeypatch):
-    monkeypatch.setenv("RAGWATCH_CACHE_DIR", str(tmp_path / "cache"))
+pytestmark = pytest.mark.usefixtures("isolated_cache")  # a fresh LLM cache per test
 
 
 def test_correctness_valid_reply_scores_and_passes():

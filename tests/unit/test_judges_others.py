@@ -27,9 +27,7 @@ from ragwatch.results import ItemScore, MetricResult
 __all__ = ["fake_server"]
 
 
-@pytest.fixture(autouse=True)
-def _cache_dir(tmp_path, monkeypatch):
-    monkeypatch.setenv("RAGWATCH_CACHE_DIR", str(tmp_path / "cache"))
+pytestmark = pytest.mark.usefixtures("isolated_cache")  # a fresh LLM cache per test
 
 
 def _context(user: str) -> str:

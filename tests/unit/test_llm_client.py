@@ -16,9 +16,7 @@ class Verdict(BaseModel):
     verdict: Literal["yes", "no"]
 
 
-@pytest.fixture(autouse=True)
-def _cache_dir(tmp_path, monkeypatch):
-    monkeypatch.setenv("RAGWATCH_CACHE_DIR", str(tmp_path / "cache"))
+pytestmark = pytest.mark.usefixtures("isolated_cache")  # a fresh LLM cache per test
 
 
 def client(**kw) -> LLMClient:

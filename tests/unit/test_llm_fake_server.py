@@ -37,9 +37,7 @@ FAULTS = {
 }
 
 
-@pytest.fixture(autouse=True)
-def _cache_dir(tmp_path, monkeypatch):
-    monkeypatch.setenv("RAGWATCH_CACHE_DIR", str(tmp_path / "cache"))
+pytestmark = pytest.mark.usefixtures("isolated_cache")  # a fresh LLM cache per test
 
 
 @pytest.fixture

@@ -167,9 +167,7 @@ def _inflation(defence: str, monkeypatch: pytest.MonkeyPatch) -> dict[tuple[str,
     return figures
 
 
-@pytest.fixture(autouse=True)
-def _cache_dir(tmp_path, monkeypatch):
-    monkeypatch.setenv("RAGWATCH_CACHE_DIR", str(tmp_path / "cache"))
+pytestmark = pytest.mark.usefixtures("isolated_cache")  # a fresh LLM cache per test
 
 
 def test_the_fake_judge_obeys_the_payloads_and_never_our_own_prompts(monkeypatch):

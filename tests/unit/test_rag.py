@@ -32,10 +32,7 @@ from ragwatch.rag import (
 )
 from ragwatch.types import Chunk, RagAnswer, SearchHit
 
-
-@pytest.fixture(autouse=True)
-def _cache_dir(tmp_path, monkeypatch):
-    monkeypatch.setenv("RAGWATCH_CACHE_DIR", str(tmp_path / "cache"))
+pytestmark = pytest.mark.usefixtures("isolated_cache")  # a fresh LLM cache per test
 
 
 class HashEmbedder:
