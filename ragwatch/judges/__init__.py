@@ -12,7 +12,6 @@ Example:
 """
 
 from ragwatch.judges.base import FewShotExample, Judge, fence
-from ragwatch.judges.compare import compare_judges
 from ragwatch.judges.config import JudgesConfig, build_judges
 from ragwatch.judges.correctness import CorrectnessJudge
 from ragwatch.judges.custom import CustomRubric, CustomRubricJudge, load_custom_rubrics, parse_custom_rubrics
@@ -20,6 +19,7 @@ from ragwatch.judges.engine import Call, LLMJudge, Score, gather, run_judge, run
 from ragwatch.judges.faithfulness import FaithfulnessJudge
 from ragwatch.judges.injection import PAYLOADS, InjectionResult, inject, measure_injection
 from ragwatch.judges.likert import Criterion, LikertJudge
+from ragwatch.judges.model_comparison import compare_judges
 from ragwatch.judges.perplexity import PerplexityJudge
 from ragwatch.judges.prometheus import parse_prometheus
 from ragwatch.judges.registry import JudgeDeps, JudgeOptions, register_judge
