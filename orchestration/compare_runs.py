@@ -12,7 +12,7 @@ from ragwatch.compare import Comparison, compare_runs
 from ragwatch.gate import GateThresholds
 from ragwatch.report import build_comparison_page
 from ragwatch.summary import comparison_text, verdict_line
-from steps.tracking import previous_evaluation, production_baseline, run_label, run_metrics
+from readback import previous_evaluation, production_baseline, run_label, run_metrics
 
 
 def _metrics_of(run_name_or_id: str):

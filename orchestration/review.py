@@ -25,8 +25,7 @@ from zenml.enums import ExecutionStatus
 from ragwatch.labels import HumanLabels
 from ragwatch.results import MetricResult
 from ragwatch.review import LabelProblem, read_label_file, review_sample, validate_labels, write_review_files
-from steps.labels import LABELS_ARTIFACT, latest_human_labels
-from steps.tracking import evaluation_runs
+from readback import LABELS_ARTIFACT, evaluation_runs, latest_human_labels
 
 REVIEWS_DIR = Path("reviews")
 JUDGE_STEP, JUDGE_OUTPUT = "judge_answers_step", "judge_metrics"

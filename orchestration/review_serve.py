@@ -28,8 +28,7 @@ from orchestration.scheduling import state_dir
 from ragwatch.labels import HumanLabels, remove_labels
 from ragwatch.review_session import DEFAULT_TARGET, LabelLog, ReviewSession, replay
 from ragwatch.review_web import ReviewApp, attach, make_server
-from steps.labels import latest_human_labels
-from steps.tracking import evaluation_runs
+from readback import evaluation_runs, latest_human_labels
 
 SYNC_DELAY_S = 1.0
 RETRY_S = 10.0

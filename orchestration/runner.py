@@ -22,7 +22,7 @@ from ragwatch.e2e import E2ETables, load_e2e_tables
 from ragwatch.gate import GateDecision
 from ragwatch.preflight import preflight
 from ragwatch.summary import ReportSettings, gate_label, metrics_text, summary_text
-from steps.tracking import METRICS_OUTPUT, TRACK_STEP, step_timings
+from readback import METRICS_OUTPUT, TRACK_STEP, step_timings
 
 PIPELINES = ("ingest", "testset", "evaluate", "full")
 PROJECT_ROOT = Path(__file__).resolve().parent.parent

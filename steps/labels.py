@@ -1,4 +1,5 @@
-"""Human labels in the evaluation: the latest `human_labels` artifact of the system under test.
+"""Human labels in the evaluation: the latest `human_labels` artifact of the system under test
+(`readback.latest_human_labels`).
 
 `attach_human_labels` is never cached: labels imported after a run must reach the next run even
 when every step before it came from the cache.
@@ -6,25 +7,13 @@ when every step before it came from the cache.
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
 from zenml import get_step_context, log_metadata, step
-from zenml.client import Client
 
 from ragwatch.artifacts import MetricGroup
-from ragwatch.labels import HumanLabels, attach_labelled, labelled_summary
-
-LABELS_ARTIFACT = "human_labels"
-
-
-def latest_human_labels(model_name: str) -> tuple[HumanLabels | None, Any]:
-    """The newest `human_labels` artifact version imported for `model_name`, and that version."""
-    versions = Client().list_artifact_versions(name=LABELS_ARTIFACT, sort_by="desc:created", size=50,
-                                               hydrate=True)
-    for version in versions.items:
-        if version.run_metadata.get("model_name") == model_name:
-            return version.load(), version
-    return None, None
+from ragwatch.labels import attach_labelled, labelled_summary
+from readback import latest_human_labels
 
 
 @step(enable_cache=False)

@@ -20,7 +20,7 @@ from ragwatch.gate import GateDecision, gate_decision
 from ragwatch.report import build_html_report, build_markdown_summary
 from ragwatch.summary import judge_models
 from ragwatch.system_metrics import reported_top_k, system_metrics
-from steps.tracking import previous_evaluation, production_evaluation, run_label, step_timings
+from readback import previous_evaluation, production_evaluation, run_label, step_timings
 
 
 def _metadata_scores(group: MetricGroup) -> dict[str, Any]:

@@ -1,10 +1,13 @@
-"""Reading earlier evaluations back from ZenML: the previous run, the production model version.
+"""Reading earlier evaluations back from ZenML: the previous run, the production model version, the
+latest human labels.
 
-Used by the `track_evaluation` step (at pipeline run time, on any orchestrator) and by `orchestration/`
-(run.py's printout, comparisons, review export), so it lives with the steps.
+Not a step: the one module that reads the run history back, imported by the steps (`track_evaluation`,
+`attach_human_labels`, at pipeline run time on any orchestrator) and by `orchestration/` (run.py's
+printout, comparisons, review export and the review page). It imports neither, so both point down at it.
 
 Every evaluation run stores its metrics as the `all_metrics` artifact of the `track_evaluation`
-step, and logs `evaluation.run_id` on its model version, so both lookups are artifact loads.
+step, and logs `evaluation.run_id` on its model version, so both lookups are artifact loads. Human
+labels are `human_labels` artifact versions, tagged with the model they label (`model_name` metadata).
 """
 
 from __future__ import annotations
@@ -17,10 +20,12 @@ from zenml.client import Client
 from zenml.enums import ExecutionStatus, ModelStages
 
 from ragwatch.artifacts import MetricGroup
+from ragwatch.labels import HumanLabels
 
 TRACK_STEP = "track_evaluation"
 METRICS_OUTPUT = "all_metrics"
 EVALUATION_PIPELINES = ("evaluate", "full")
+LABELS_ARTIFACT = "human_labels"
 
 
 def run_metrics(run: Any) -> MetricGroup | None:
@@ -130,3 +135,13 @@ def step_timings(run_id: Any) -> dict[str, float]:
     steps = Client().get_pipeline_run(run_id).steps.values()
     done = [s for s in steps if s.start_time is not None and s.end_time is not None]
     return {s.name: (s.end_time - s.start_time).total_seconds() for s in sorted(done, key=lambda s: s.start_time)}
+
+
+def latest_human_labels(model_name: str) -> tuple[HumanLabels | None, Any]:
+    """The newest `human_labels` artifact version imported for `model_name`, and that version."""
+    versions = Client().list_artifact_versions(name=LABELS_ARTIFACT, sort_by="desc:created", size=50,
+                                               hydrate=True)
+    for version in versions.items:
+        if version.run_metadata.get("model_name") == model_name:
+            return version.load(), version
+    return None, None
