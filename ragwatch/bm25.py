@@ -15,6 +15,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ragwatch.index_errors import RagIndexError
+
 _WORD = re.compile(r"[^\W_]+")  # letters and digits; `log_metadata` -> `log`, `metadata`
 
 
@@ -62,8 +64,6 @@ class Analyzer:
             try:
                 import Stemmer  # PyStemmer: the Snowball stemmers in C
             except ImportError as exc:
-                from ragwatch.index import RagIndexError  # the index's error family; imported late (no cycle)
-
                 raise RagIndexError(
                     "BM25 with stemmer 'snowball' needs PyStemmer: run `pip install PyStemmer`, "
                     "or set bm25: {stemmer: none} in the config"

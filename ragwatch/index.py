@@ -37,6 +37,7 @@ import numpy as np
 
 from ragwatch.bm25 import Analyzer, BM25Settings, tokenize
 from ragwatch.embeddings import Embedder
+from ragwatch.index_errors import CorruptIndexError, EmbeddingMismatchError, EmptyIndexError, RagIndexError
 from ragwatch.topk import best_per_row, candidates, rrf_fuse, score_blocks, top_k
 from ragwatch.types import Chunk, SearchHit
 
@@ -53,22 +54,6 @@ HYBRID_MIN_DEPTH = 50
 # lists, so its blocks stay small enough for the CPU cache (measured: 1<<18 cells ~6x faster than 1<<24).
 BLOCK_CELLS = 1 << 24
 BM25_BLOCK_CELLS = 1 << 18
-
-
-class RagIndexError(ValueError):
-    """Base class of index errors (not `IndexError`, which is a builtin with another meaning)."""
-
-
-class EmbeddingMismatchError(RagIndexError):
-    """The query embedder's vector space is not the one the index was built with."""
-
-
-class EmptyIndexError(RagIndexError):
-    """The index holds no chunks."""
-
-
-class CorruptIndexError(RagIndexError):
-    """A saved index is incomplete or inconsistent."""
 
 
 @dataclass(frozen=True)
