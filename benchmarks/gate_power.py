@@ -59,7 +59,7 @@ from ragwatch.e2e import TABLES, E2ETables, load_e2e_tables, run_e2e_tests  # no
 from ragwatch.embeddings import Embedder, get_embedder  # noqa: E402
 from ragwatch.evalsets import generation_samples, import_labelled_samples, merge_samples  # noqa: E402
 from ragwatch.evaluation import judge_answers  # noqa: E402
-from ragwatch.gate import GateDecision, GateThresholds, gate_decision  # noqa: E402
+from ragwatch.gate import GateDecision, gate_decision  # noqa: E402
 from ragwatch.index import Index  # noqa: E402
 from ragwatch.llm.client import LLMClient  # noqa: E402
 from ragwatch.llm.types import TINY_MODEL, LLMSettings  # noqa: E402
@@ -69,6 +69,7 @@ from ragwatch.results import MetricResult  # noqa: E402
 from ragwatch.retrieval import MatchSettings, unmatched_labels  # noqa: E402
 from ragwatch.system_metrics import system_metrics  # noqa: E402
 from ragwatch.testset import generate_testset  # noqa: E402
+from ragwatch.thresholds import GateThresholds  # noqa: E402
 from ragwatch.types import EvalSample, RagAnswer, SearchHit  # noqa: E402
 
 CACHE = ROOT / ".ragwatch" / "gate_power"

@@ -9,9 +9,9 @@ from zenml.client import Client
 from zenml.types import HTMLString
 
 from ragwatch.compare import Comparison, compare_runs
-from ragwatch.gate import GateThresholds
 from ragwatch.report import build_comparison_page
 from ragwatch.summary import comparison_text, verdict_line
+from ragwatch.thresholds import GateThresholds
 from readback import previous_evaluation, production_baseline, run_label, run_metrics
 
 

@@ -39,18 +39,15 @@ from typing import TYPE_CHECKING, Literal
 from pydantic import BaseModel, Field
 
 from ragwatch.fmt import fmt_num
-from ragwatch.gate import GateDecision, GateThresholds, gate_decision, matches
 from ragwatch.results import MetricResult
 from ragwatch.stats import bootstrap_paired_diff_ci, bootstrap_unpaired_diff_ci
+from ragwatch.thresholds import GateThresholds
 
 if TYPE_CHECKING:
     import pandas as pd
 
 Verdict = Literal["regressed", "improved", "unchanged", "inconclusive", "constant", "not_comparable", "added",
                   "removed"]
-# the gate's names, re-exported: `from ragwatch.compare import GateThresholds, gate_decision` keeps working
-__all__ = ["Comparison", "GateDecision", "GateThresholds", "MetricComparison", "Verdict", "compare_runs",
-           "gate_decision", "is_higher_better", "matches"]
 
 # Row order in tables: what needs attention first.
 _VERDICT_ORDER = ["regressed", "not_comparable", "removed", "constant", "improved", "added", "inconclusive",

@@ -24,13 +24,13 @@ from ragwatch.bm25 import BM25Settings
 from ragwatch.chunking import ChunkingSettings
 from ragwatch.datasets import ImportSettings
 from ragwatch.embeddings import EmbeddingSettings
-from ragwatch.gate import GateThresholds
 from ragwatch.judges.config import JudgesConfig
 from ragwatch.llm.types import LLMSettings
 from ragwatch.rag import RagSettings
 from ragwatch.retrieval import MatchSettings
 from ragwatch.summary import ReportSettings
 from ragwatch.testset import TestsetSettings
+from ragwatch.thresholds import GateThresholds
 
 RetrievalMode = Literal["vector", "bm25", "hybrid"]
 

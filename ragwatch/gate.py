@@ -1,9 +1,10 @@
 """The regression gate: promote a run or not, from its comparison with production.
 
-`GateThresholds` is the team's rule: how far each metric may drop, which metrics gate, and what an
-"inconclusive" gated metric does (`inconclusive`): "promote" (only clear regressions block), "hold"
-(any inconclusive gated metric holds the promotion), "min_n" (the default: inconclusive holds only
-when fewer than `min_n` items were compared, i.e. when the evaluation set is too small to decide).
+`GateThresholds` (`ragwatch.thresholds`) is the team's rule: how far each metric may drop, which
+metrics gate, and what an "inconclusive" gated metric does (`inconclusive`): "promote" (only clear
+regressions block), "hold" (any inconclusive gated metric holds the promotion), "min_n" (the default:
+inconclusive holds only when fewer than `min_n` items were compared, i.e. when the evaluation set is
+too small to decide).
 `gate_decision` reads the verdicts of a `ragwatch.compare.Comparison` and returns a `GateDecision`.
 
 Example:
@@ -14,69 +15,17 @@ Example:
 
 from __future__ import annotations
 
-import math
-from fnmatch import fnmatchcase
 from typing import TYPE_CHECKING, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, Field, model_validator
 
 from ragwatch.fmt import fmt_num, fmt_signed
+from ragwatch.thresholds import GateThresholds, matches
 
 if TYPE_CHECKING:
     from ragwatch.compare import Comparison, MetricComparison
 
-InconclusiveRule = Literal["promote", "hold", "min_n"]
 GateStatus = Literal["promote", "regressed", "hold", "no_baseline"]
-
-
-def matches(name: str, pattern: str) -> bool:
-    """True when `pattern` equals `name`, is a prefix of it, or matches it as a glob (`hit_rate@*`)."""
-    return name == pattern or name.startswith(pattern) or fnmatchcase(name, pattern)
-
-
-class GateThresholds(BaseModel):
-    """How much each metric may drop before the gate refuses a promotion.
-
-    Drops are absolute, in the metric's own units (0.02 on a 0-1 rate is two points). Names in
-    `per_metric`, `gated_metrics` and `lower_is_better` match exactly, by prefix or as globs.
-    A metric's direction comes from its `MetricInfo`; `lower_is_better` only overrides it for
-    metrics whose producer declares it wrongly. `inconclusive` and `min_n`: see the module docstring.
-
-    Example:
-        >>> GateThresholds(default_allowed_drop=0.02, per_metric={"faithfulness": 0.05},
-        ...                gated_metrics=["system/hit_rate", "faithfulness"], inconclusive="min_n", min_n=30)
-    """
-
-    model_config = ConfigDict(extra="forbid")
-
-    default_allowed_drop: float = Field(0.0, ge=0.0)
-    per_metric: dict[str, float] = Field(default_factory=dict)
-    gated_metrics: list[str] | None = None  # None: every metric present in both runs
-    lower_is_better: list[str] = Field(default_factory=list)
-    inconclusive: InconclusiveRule = "min_n"
-    min_n: int = Field(30, ge=2)
-
-    @field_validator("per_metric")
-    @classmethod
-    def _non_negative(cls, value: dict[str, float]) -> dict[str, float]:
-        bad = {k: v for k, v in value.items() if not (math.isfinite(v) and v >= 0)}
-        if bad:
-            raise ValueError(f"allowed drops must be finite and >= 0 (a drop, not a change): {bad}")
-        return value
-
-    def allowed_drop(self, metric: str) -> float:
-        if metric in self.per_metric:
-            return self.per_metric[metric]
-        for pattern, drop in self.per_metric.items():
-            if matches(metric, pattern):
-                return drop
-        return self.default_allowed_drop
-
-    def is_gated(self, metric: str) -> bool:
-        return self.gated_metrics is None or any(matches(metric, p) for p in self.gated_metrics)
-
-    def is_lower_better(self, metric: str) -> bool:
-        return any(matches(metric, p) for p in self.lower_is_better)
 
 
 class GateDecision(BaseModel):

@@ -7,9 +7,10 @@ import pytest
 from pydantic import ValidationError
 
 from ragwatch.compare import Comparison, compare_runs, is_higher_better
-from ragwatch.gate import GateThresholds, gate_decision, matches
+from ragwatch.gate import gate_decision
 from ragwatch.results import ItemScore, LabelledEstimate, MetricInfo, MetricResult
 from ragwatch.summary import comparison_html, comparison_markdown, comparison_text
+from ragwatch.thresholds import GateThresholds, matches
 
 LOWER = MetricInfo(direction="lower", scale=None)
 JUDGE = MetricInfo(scale=(1.0, 5.0), prompt_version="v1", family="judge")

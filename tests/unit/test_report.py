@@ -11,10 +11,11 @@ import pandas as pd
 import pytest
 
 from ragwatch.compare import compare_runs
-from ragwatch.gate import GateDecision, GateThresholds, gate_decision
+from ragwatch.gate import GateDecision, gate_decision
 from ragwatch.report import build_html_report, build_markdown_summary
 from ragwatch.results import ItemScore, MetricInfo, MetricResult
 from ragwatch.summary import ReportSettings
+from ragwatch.thresholds import GateThresholds
 
 LOWER = MetricInfo(direction="lower", scale=None)
 

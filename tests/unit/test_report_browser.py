@@ -20,10 +20,11 @@ import pytest
 
 from ragwatch.compare import compare_runs
 from ragwatch.e2e import E2ETables, run_e2e_tests
-from ragwatch.gate import GateThresholds, gate_decision
+from ragwatch.gate import gate_decision
 from ragwatch.report import build_html_report
 from ragwatch.results import ItemScore, MetricInfo, MetricResult
 from ragwatch.summary import DEFAULT_HEADLINE, ReportSettings
+from ragwatch.thresholds import GateThresholds
 from ragwatch.types import RagAnswer
 
 ROOT = Path(__file__).resolve().parents[2]

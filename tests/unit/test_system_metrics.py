@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from ragwatch.compare import compare_runs
-from ragwatch.gate import GateThresholds, gate_decision
+from ragwatch.gate import gate_decision
 from ragwatch.retrieval import MatchSettings
 from ragwatch.system_metrics import (
     CONTEXT_PRECISION,
@@ -18,6 +18,7 @@ from ragwatch.system_metrics import (
     reported_top_k,
     system_metrics,
 )
+from ragwatch.thresholds import GateThresholds
 from ragwatch.types import EvalSample, RagAnswer, RelevantItem, RetrievedContext
 
 MATCH = MatchSettings(on="document")
