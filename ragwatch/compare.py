@@ -124,53 +124,45 @@ def compare_runs(
     old: dict[str, MetricResult] | None,
     *,
     thresholds: GateThresholds | None = None,
-    higher_is_better: dict[str, bool] | None = None,
     new_label: str = "new",
     old_label: str = "old",
     seed: int = 0,
 ) -> Comparison:
     """Compare every metric of `new` with `old`; `old=None` (or empty) means there is no baseline.
 
-    Direction per metric: `higher_is_better[name]` if given, else lower-is-better when the name
-    matches `thresholds.lower_is_better`, else the metric's `info.direction`.
+    A metric's direction is its `info.direction` (`MetricInfo`), the one source.
     """
     thresholds = thresholds or GateThresholds()
-    higher_is_better = higher_is_better or {}
     for label, run in (("new", new), ("old", old or {})):
         wrong = [k for k, v in run.items() if not isinstance(v, MetricResult)]
         if wrong:
             raise TypeError(f"{label} run: values must be MetricResult, got other types for {wrong}")
     if not old:
-        rows = [_one_sided(m, new[m], "added", thresholds, higher_is_better) for m in sorted(new)]
+        rows = [_one_sided(m, new[m], "added", thresholds) for m in sorted(new)]
         return Comparison(new_label=new_label, old_label=old_label, has_baseline=False, rows=rows)
 
     rows: list[MetricComparison] = []
     for name in sorted(set(new) | set(old)):
         if name not in old:
-            rows.append(_one_sided(name, new[name], "added", thresholds, higher_is_better))
+            rows.append(_one_sided(name, new[name], "added", thresholds))
         elif name not in new:
-            rows.append(_one_sided(name, old[name], "removed", thresholds, higher_is_better))
+            rows.append(_one_sided(name, old[name], "removed", thresholds))
         else:
-            rows.append(_compare_metric(name, new[name], old[name], thresholds, higher_is_better, seed))
+            rows.append(_compare_metric(name, new[name], old[name], thresholds, seed))
     rows.sort(key=lambda r: (_VERDICT_ORDER.index(r.verdict), r.metric))
     return Comparison(new_label=new_label, old_label=old_label, rows=rows)
 
 
-def is_higher_better(name: str, result: MetricResult | None = None, thresholds: GateThresholds | None = None,
-                     overrides: dict[str, bool] | None = None) -> bool:
-    """The direction of metric `name`: overrides, then `thresholds.lower_is_better`, then the metric's
-    `info.direction` (higher is better when there is no result)."""
-    hib = overrides or {}
-    thresholds = thresholds or GateThresholds()
-    if name in hib:
-        return hib[name]
-    if thresholds.is_lower_better(name):
-        return False
+def is_higher_better(name: str, result: MetricResult | None = None, thresholds: GateThresholds | None = None) -> bool:
+    """The direction of metric `name`: its `result.info.direction` (higher is better when there is no result).
+
+    Neither the name nor `thresholds` decides it (`MetricInfo` is the one source); both are accepted so
+    that callers written for the former overrides (`report/page.py`) keep working.
+    """
     return True if result is None else result.info.higher_is_better
 
 
-def _one_sided(name: str, result: MetricResult, verdict: Verdict, thresholds: GateThresholds,
-               hib: dict[str, bool]) -> MetricComparison:
+def _one_sided(name: str, result: MetricResult, verdict: Verdict, thresholds: GateThresholds) -> MetricComparison:
     added = verdict == "added"
     return MetricComparison(
         metric=name,
@@ -178,7 +170,7 @@ def _one_sided(name: str, result: MetricResult, verdict: Verdict, thresholds: Ga
         old_score=None if added else result.score,
         n_new=result.n_scored if added else 0,
         n_old=0 if added else result.n_scored,
-        higher_is_better=is_higher_better(name, result, thresholds, hib),
+        higher_is_better=result.info.higher_is_better,
         allowed_drop=thresholds.allowed_drop(name),
         gated=thresholds.is_gated(name),
         verdict=verdict,
@@ -199,10 +191,10 @@ def _add_note(row: MetricComparison, note: str) -> None:
 
 
 def _compare_metric(name: str, new: MetricResult, old: MetricResult, thresholds: GateThresholds,
-                    hib: dict[str, bool], seed: int) -> MetricComparison:
+                    seed: int) -> MetricComparison:
     row = MetricComparison(
         metric=name, old_score=old.score, new_score=new.score, n_old=old.n_scored, n_new=new.n_scored,
-        higher_is_better=is_higher_better(name, new, thresholds, hib),
+        higher_is_better=new.info.higher_is_better,
         allowed_drop=thresholds.allowed_drop(name), gated=thresholds.is_gated(name), verdict="inconclusive",
         constant_value=new.constant_value(),
     )

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import math
 from fnmatch import fnmatchcase
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 InconclusiveRule = Literal["promote", "hold", "min_n"]
 
@@ -26,9 +26,10 @@ class GateThresholds(BaseModel):
     """How much each metric may drop before the gate refuses a promotion.
 
     Drops are absolute, in the metric's own units (0.02 on a 0-1 rate is two points). Names in
-    `per_metric`, `gated_metrics` and `lower_is_better` match exactly, by prefix or as globs.
-    A metric's direction comes from its `MetricInfo`; `lower_is_better` only overrides it for
-    metrics whose producer declares it wrongly. `inconclusive` and `min_n`: see `ragwatch.gate`.
+    `per_metric` and `gated_metrics` match exactly, by prefix or as globs. Whether a drop is a fall or
+    a rise is the metric's own `MetricInfo.direction`, set where the metric is made; the gate has no
+    say in it (a former `lower_is_better` list is refused with what to do instead).
+    `inconclusive` and `min_n`: see `ragwatch.gate`.
 
     Example:
         >>> GateThresholds(default_allowed_drop=0.02, per_metric={"faithfulness": 0.05},
@@ -40,9 +41,23 @@ class GateThresholds(BaseModel):
     default_allowed_drop: float = Field(0.0, ge=0.0)
     per_metric: dict[str, float] = Field(default_factory=dict)
     gated_metrics: list[str] | None = None  # None: every metric present in both runs
-    lower_is_better: list[str] = Field(default_factory=list)
     inconclusive: InconclusiveRule = "min_n"
     min_n: int = Field(30, ge=2)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_direction_here(cls, data: Any) -> Any:
+        # One source for a metric's direction: its MetricInfo. An empty list (a dump of the old
+        # default) says nothing and is dropped; a non-empty one would be silently ignored, so it is refused.
+        if isinstance(data, dict) and "lower_is_better" in data:
+            if data["lower_is_better"]:
+                raise ValueError(
+                    f"lower_is_better ({data['lower_is_better']!r}) is no longer read: a metric's direction is "
+                    "declared where the metric is made (MetricInfo.direction). Remove the key; for a custom "
+                    "rubric judge set `higher_is_better: false` in its YAML entry"
+                )
+            data = {k: v for k, v in data.items() if k != "lower_is_better"}
+        return data
 
     @field_validator("per_metric")
     @classmethod
@@ -62,6 +77,3 @@ class GateThresholds(BaseModel):
 
     def is_gated(self, metric: str) -> bool:
         return self.gated_metrics is None or any(matches(metric, p) for p in self.gated_metrics)
-
-    def is_lower_better(self, metric: str) -> bool:
-        return any(matches(metric, p) for p in self.lower_is_better)

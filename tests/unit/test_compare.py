@@ -110,15 +110,16 @@ def test_lower_is_better_metrics_are_mirrored(name):
     assert compare_runs(worse, old).row(name).higher_is_better is False
 
 
-def test_direction_from_metric_info_and_overrides_never_from_details():
+def test_direction_only_from_metric_info_never_from_names_details_or_the_gate():
     values = rng(4).uniform(0, 1, 50)
     old = {"toxicity": result("toxicity", values, info=LOWER)}
     new = {"toxicity": result("toxicity", values + 0.3, info=LOWER)}
     assert compare_runs(new, old).row("toxicity").verdict == "regressed"
-    # an explicit direction wins over the metric's own
-    assert compare_runs(new, old, higher_is_better={"toxicity": True}).row("toxicity").verdict == "improved"
-    assert compare_runs(new, old, thresholds=GateThresholds(lower_is_better=["nothing"])).row(
-        "toxicity").higher_is_better is False
+    # the gate's rule has no say in a direction: a former override list is refused, saying what to do
+    with pytest.raises(ValidationError, match=r"lower_is_better .*no longer read.*MetricInfo\.direction"):
+        GateThresholds(lower_is_better=["toxicity"])
+    # an empty one (a dump of the old default) says nothing and is accepted
+    assert GateThresholds.model_validate({"lower_is_better": []}) == GateThresholds()
     # string keys in details are not read: MetricInfo is the contract
     assert is_higher_better("x", result("x", [1], lower_is_better=True)) is True
     assert is_higher_better("failure_rate", result("failure_rate", [1])) is True
