@@ -11,10 +11,10 @@ Three parts:
   `bounded_intervals`) against t, t with a variance floor, the old augmented mean (z^2/2
   pseudo-scores at each end), an augmented mean with 0.5 pseudo-scores, BCa, and ablations of the
   chosen "bounded-t" (Hall only, Wilson only, other small-sample guards, none).
-- `paired`: the gate's paired difference (`bootstrap_paired_diff_ci`) against the percentile
+- `paired`: the gate's paired difference (`paired_diff_interval`) against the percentile
   bootstrap it replaced, t on the differences and BCa; with the metric's scale and with the scale
   inferred from the scores (what `compare.py` passes today: nothing).
-- `unpaired`: `bootstrap_unpaired_diff_ci` (MOVER) against the percentile bootstrap and Welch's t.
+- `unpaired`: `unpaired_diff_interval` (MOVER) against the percentile bootstrap and Welch's t.
 
 Truths: exact for the parametric kinds; 400,000 draws for paired kinds; the sample mean for the
 empirical judge scores (P(yes) of `benchmarks/results/judge_choice_support.json`, resampled).
@@ -367,7 +367,7 @@ def chosen_paired(
 ) -> tuple[np.ndarray, np.ndarray]:
     lo, hi = scale
     spread = hi > lo
-    low, high = np.zeros(len(old)), np.zeros(len(old))  # no spread: the point 0, as bootstrap_paired_diff_ci
+    low, high = np.zeros(len(old)), np.zeros(len(old))  # no spread: the point 0, as paired_diff_interval
     if spread.any():
         _, low[spread], high[spread] = paired_diff_intervals(new[spread], old[spread], (lo[spread], hi[spread]))
     return low, high

@@ -1,7 +1,7 @@
 """Run comparison: each metric of two runs side by side, the difference and its verdict.
 
 `compare_runs` sets two runs' metrics side by side: for every metric in both, the difference
-`new - old` with a bootstrap 95% interval (paired over items scored in both runs, unpaired when the
+`new - old` with a 95% interval (`ragwatch.stats`; paired over items scored in both runs, unpaired when the
 items do not pair) and a verdict. The gate (`ragwatch.gate`) turns a comparison into promote / do
 not promote; `ragwatch.summary` writes it as text, Markdown or HTML.
 
@@ -40,7 +40,7 @@ from pydantic import BaseModel, Field
 
 from ragwatch.fmt import fmt_num
 from ragwatch.results import MetricResult
-from ragwatch.stats import bootstrap_paired_diff_ci, bootstrap_unpaired_diff_ci
+from ragwatch.stats import paired_diff_interval, unpaired_diff_interval
 from ragwatch.thresholds import GateThresholds
 
 if TYPE_CHECKING:
@@ -126,7 +126,6 @@ def compare_runs(
     thresholds: GateThresholds | None = None,
     new_label: str = "new",
     old_label: str = "old",
-    seed: int = 0,
 ) -> Comparison:
     """Compare every metric of `new` with `old`; `old=None` (or empty) means there is no baseline.
 
@@ -148,7 +147,7 @@ def compare_runs(
         elif name not in new:
             rows.append(_one_sided(name, old[name], "removed", thresholds))
         else:
-            rows.append(_compare_metric(name, new[name], old[name], thresholds, seed))
+            rows.append(_compare_metric(name, new[name], old[name], thresholds))
     rows.sort(key=lambda r: (_VERDICT_ORDER.index(r.verdict), r.metric))
     return Comparison(new_label=new_label, old_label=old_label, rows=rows)
 
@@ -190,8 +189,7 @@ def _add_note(row: MetricComparison, note: str) -> None:
     row.note = (row.note + "; " if row.note else "") + note
 
 
-def _compare_metric(name: str, new: MetricResult, old: MetricResult, thresholds: GateThresholds,
-                    seed: int) -> MetricComparison:
+def _compare_metric(name: str, new: MetricResult, old: MetricResult, thresholds: GateThresholds) -> MetricComparison:
     row = MetricComparison(
         metric=name, old_score=old.score, new_score=new.score, n_old=old.n_scored, n_new=new.n_scored,
         higher_is_better=new.info.higher_is_better,
@@ -219,12 +217,12 @@ def _compare_metric(name: str, new: MetricResult, old: MetricResult, thresholds:
         return _compare_cases(row, new_scores, old_scores)
     min_pairs = _MIN_PAIRED_FRACTION * min(len(new_values), len(old_values))
     if new_scores is not None and old_scores is not None and common and len(common) >= min_pairs:
-        diff, low, high = bootstrap_paired_diff_ci(
-            [new_scores[i] for i in common], [old_scores[i] for i in common], seed=seed, scale=new.info.scale)
+        diff, low, high = paired_diff_interval(
+            [new_scores[i] for i in common], [old_scores[i] for i in common], scale=new.info.scale)
         row.method, row.n_paired = "paired", len(common)
         enough = len(common) >= 2
     else:
-        diff, low, high = bootstrap_unpaired_diff_ci(new_values, old_values, seed=seed, scale=new.info.scale)
+        diff, low, high = unpaired_diff_interval(new_values, old_values, scale=new.info.scale)
         row.method = "unpaired"
         if not row.note:
             row.note = (f"only {len(common)} item ids in common: compared unpaired" if common

@@ -2,9 +2,9 @@
 
 `mean_interval` picks an interval per kind of score (see its docstring); its coverage and width are
 measured by `benchmarks/interval_width.py` and tested in `tests/unit/test_stats.py`. Differences between
-two runs (`bootstrap_paired_diff_ci`, `bootstrap_unpaired_diff_ci`, the gate's intervals) use the same
-machinery; the names are historical, neither resamples any more. `bootstrap_statistic_ci` is a seeded
-percentile bootstrap for statistics without a closed form (kappa, AUC).
+two runs (`paired_diff_interval`, `unpaired_diff_interval`, the gate's intervals) use the same
+machinery. `bootstrap_statistic_ci` is a seeded percentile bootstrap for statistics without a closed
+form (kappa, AUC).
 
 Example:
     >>> mean_interval([1, 1, 1, 1], scale=(0, 1)).method  # four identical scores do not mean certainty
@@ -13,7 +13,7 @@ Example:
     0.43
     >>> mean_interval([0.7, 0.8, 0.65, 0.75, 0.9, 0.7], scale=(-1, 1)).method
     'bounded-t'
-    >>> diff, low, high = bootstrap_paired_diff_ci([1, 0, 1, 1], [1, 0, 1, 1], scale=(0, 1))
+    >>> diff, low, high = paired_diff_interval([1, 0, 1, 1], [1, 0, 1, 1], scale=(0, 1))
     >>> diff == 0 and low < 0 < high  # identical runs: no change seen, and no claim of certainty either
     True
 """
@@ -276,40 +276,20 @@ def paired_diff_intervals(
     return width * mean, width * low, width * high
 
 
-def bootstrap_mean_ci(
-    values: Sequence[float], *, confidence: float = 0.95, resamples: int = DEFAULT_RESAMPLES, seed: int = 0
-) -> tuple[float, float, float]:
-    """Mean of `values` and the percentile bootstrap interval of the mean (undercovers at small n:
-    0.84 at n=5 on similarity differences in benchmarks/interval_width.py; prefer `mean_interval`)."""
-    data = np.asarray(values, dtype=float)
-    if data.size == 0:
-        raise ValueError("bootstrap_mean_ci needs at least one value")
-    mean = float(data.mean())
-    if data.size == 1:
-        return mean, mean, mean
-    rng = np.random.default_rng(seed)
-    means = data[rng.integers(0, data.size, size=(resamples, data.size))].mean(axis=1)
-    alpha = (1 - confidence) / 2
-    low, high = np.quantile(means, [alpha, 1 - alpha])
-    return mean, float(low), float(high)
-
-
-def bootstrap_paired_diff_ci(
+def paired_diff_interval(
     new: Sequence[float],
     old: Sequence[float],
     *,
     confidence: float = 0.95,
-    resamples: int = DEFAULT_RESAMPLES,
-    seed: int = 0,
     scale: tuple[float, float] | None = None,
 ) -> tuple[float, float, float]:
     """Mean of `new - old` over paired items, with its interval (`paired_diff_intervals`).
 
     `scale` is the metric's (`MetricInfo.scale`); without it, (0, 1) when every score fits, else the
     range the scores span; when every score is the same number there is no spread to go on and
-    the interval is the point. `resamples` and `seed` are kept for callers: nothing is resampled
-    (the percentile bootstrap this replaced covered 0.09-0.85 at n=5 and 0.17-0.91 at n=10 in
-    benchmarks/interval_width.py: zero width whenever no item changed).
+    the interval is the point. Nothing is resampled (the percentile bootstrap this replaced covered
+    0.09-0.85 at n=5 and 0.17-0.91 at n=10 in benchmarks/interval_width.py: zero width whenever no
+    item changed).
     """
     a, b = np.asarray(new, dtype=float), np.asarray(old, dtype=float)
     if a.shape != b.shape:
@@ -323,21 +303,18 @@ def bootstrap_paired_diff_ci(
     return float(diff[0]), float(low[0]), float(high[0])
 
 
-def bootstrap_unpaired_diff_ci(
+def unpaired_diff_interval(
     new: Sequence[float],
     old: Sequence[float],
     *,
     confidence: float = 0.95,
-    resamples: int = DEFAULT_RESAMPLES,
-    seed: int = 0,
     scale: tuple[float, float] | None = None,
 ) -> tuple[float, float, float]:
     """Difference of means `mean(new) - mean(old)` of two independent samples, with its interval.
 
     MOVER (Zou and Donner 2008; Newcombe's method 10 for proportions): each side of the interval
     combines the two `mean_interval`s' distances to their means, so the difference inherits their
-    coverage at small n and near the ends of the scale. `scale`, `resamples`, `seed`: as for
-    `bootstrap_paired_diff_ci`.
+    coverage at small n and near the ends of the scale. `scale`: as for `paired_diff_interval`.
     """
     a, b = np.asarray(new, dtype=float), np.asarray(old, dtype=float)
     if a.size == 0 or b.size == 0:

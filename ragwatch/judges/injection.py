@@ -19,7 +19,7 @@ from typing import Any, Literal
 from pydantic import BaseModel
 
 from ragwatch.results import ItemScore, MetricResult
-from ragwatch.stats import bootstrap_paired_diff_ci
+from ragwatch.stats import paired_diff_interval
 from ragwatch.types import EvalSample, RagAnswer, RetrievedContext
 
 Where = Literal["answer", "contexts"]
@@ -96,7 +96,6 @@ def measure_injection(
     *,
     where: Where = "answer",
     metric: str | None = None,
-    seed: int = 0,
 ) -> list[InjectionResult]:
     """Inflation of the judge's scores by each payload (default `PAYLOADS`), per reading of the score.
 
@@ -119,7 +118,7 @@ def measure_injection(
             if not pairs:
                 continue
             old_scores, new_scores = [a for a, _ in pairs], [b for _, b in pairs]
-            diff, low, high = bootstrap_paired_diff_ci(new_scores, old_scores, seed=seed, scale=clean.info.scale)
+            diff, low, high = paired_diff_interval(new_scores, old_scores, scale=clean.info.scale)
             n = len(pairs)
             rows.append(InjectionResult(metric=clean.name, injection=name, where=where, mode=mode, n=n,
                                         clean=sum(old_scores) / n, injected=sum(new_scores) / n, inflation=diff,

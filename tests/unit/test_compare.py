@@ -82,7 +82,7 @@ def test_identical_runs_are_unchanged_and_their_interval_is_not_a_point():
     cmp = compare_runs(run, run)
     assert {r.verdict for r in cmp.rows} == {"unchanged"}
     # no change seen on 80 (or 5) items is not certainty that nothing changed: the interval holds 0
-    # and keeps a width (ragwatch.stats.bootstrap_paired_diff_ci)
+    # and keeps a width (ragwatch.stats.paired_diff_interval)
     assert all(r.diff == 0 and r.diff_low < 0 < r.diff_high for r in cmp.rows)
 
 
