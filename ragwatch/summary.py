@@ -269,15 +269,6 @@ VERDICT_COLOURS = {
     "removed": "#1565c0",
 }
 
-COMPARISON_CSS = """
-body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:1.5rem;color:#222}
-table.cmp{border-collapse:collapse;font-size:.9rem}
-table.cmp th,table.cmp td{border-bottom:1px solid #ddd;padding:.3rem .6rem;text-align:left}
-table.cmp th{background:#f3f5f7}
-table.cmp td.num{text-align:right;font-variant-numeric:tabular-nums}
-.verdict{color:#fff;border-radius:.6rem;padding:.05rem .5rem;font-size:.8rem;white-space:nowrap}
-ul.notes{font-size:.8rem;color:#555}
-"""
 _HEADER = ("metric", "old", "new", "diff", "95% CI of diff", "n paired", "better", "allowed drop", "verdict")
 
 
@@ -333,9 +324,10 @@ def comparison_text(cmp: Comparison) -> str:
     return "\n".join(out)
 
 
-def comparison_html(cmp: Comparison, *, full_page: bool = False, heading: bool = True) -> str:
-    """A comparison as an HTML table with coloured verdicts; `full_page=True` wraps it in a standalone
-    page; `heading=False` leaves out its own title (a report names the comparison itself)."""
+def comparison_html(cmp: Comparison, *, heading: bool = True) -> str:
+    """A comparison as an HTML fragment: a table with coloured verdicts; `heading=False` leaves out its
+    own title (a report names the comparison itself). The standalone page is
+    `ragwatch.report.build_comparison_page`."""
     title = html.escape(_title(cmp))
     if not cmp.has_baseline:
         body = f"<p>No {html.escape(cmp.old_label)} baseline to compare with.</p>"
@@ -354,11 +346,7 @@ def comparison_html(cmp: Comparison, *, full_page: bool = False, heading: bool =
         notes = [f"<li><b>{html.escape(r.metric)}</b>: {html.escape(r.note)}</li>" for r in cmp.rows if r.note]
         body = (f'<table class="cmp"><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody>'
                 f"</table>" + (f'<ul class="notes">{"".join(notes)}</ul>' if notes else ""))
-    fragment = f'<section class="comparison">{f"<h3>{title}</h3>" if heading else ""}{body}</section>'
-    if not full_page:
-        return fragment
-    return (f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>{title}</title>'
-            f"<style>{COMPARISON_CSS}</style></head><body>{fragment}</body></html>")
+    return f'<section class="comparison">{f"<h3>{title}</h3>" if heading else ""}{body}</section>'
 
 
 # ---------------------------------------------------------------- every metric, for the terminal

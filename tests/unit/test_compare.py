@@ -270,11 +270,14 @@ def test_to_markdown_and_text():
 
 
 def test_to_html_escapes_and_colours():
+    from ragwatch.report import build_comparison_page
+
     fragment = comparison_html(_mixed())
     assert "<table" in fragment and "a&lt;b&gt;" in fragment and "a<b>" not in fragment
     assert "#c62828" in fragment  # regressed colour
-    page = comparison_html(_mixed(), full_page=True)
+    page = build_comparison_page({"production": _mixed()})  # the one standalone page
     assert page.startswith("<!DOCTYPE html>") and "<style>" in page and "<script" not in page
+    assert "a&lt;b&gt;" in page and "a<b>" not in page and "#c62828" in page
 
 
 def test_a_constant_judge_is_flagged_and_never_gates():
