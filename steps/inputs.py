@@ -23,6 +23,7 @@ from zenml.client import Client
 
 from ragwatch.artifacts import EvalSet
 from ragwatch.index import Index
+from steps.materializers import IndexMaterializer
 
 INDEX_ARTIFACT = "rag_index"
 EVAL_SET_ARTIFACT = "eval_set"
@@ -61,7 +62,7 @@ def latest_eval_set_version() -> Annotated[str, "eval_set_version"]:
     return version_id
 
 
-@step
+@step(output_materializers=IndexMaterializer)
 def load_index(version_id: str) -> Annotated[Index, "index"]:
     """The index of that `rag_index` version."""
     return Client().get_artifact_version(version_id).load()

@@ -1,7 +1,11 @@
-"""Materializer that stores a `ragwatch.index.Index` as files in the artifact store.
+"""Materializers: the index as files in the artifact store, and the run comparisons with a page.
 
 The index is written to a local temporary directory with `Index.save` and copied file by file
 through `fileio`, so it works on any artifact store (local, S3, GCS, ...).
+
+The `comparisons` artifact (JSON, as every pydantic artifact) also carries its comparison page as a
+visualization: in the dashboard, the run graph's `comparisons` node opens on the verdict line and
+the tables vs the previous run and vs production.
 """
 
 from __future__ import annotations
@@ -11,11 +15,14 @@ import os
 import tempfile
 from typing import Any, ClassVar
 
-from zenml.enums import ArtifactType
+from zenml.enums import ArtifactType, VisualizationType
 from zenml.io import fileio
 from zenml.materializers.base_materializer import BaseMaterializer
+from zenml.materializers.pydantic_materializer import PydanticMaterializer
 
+from ragwatch.artifacts import RunComparisons
 from ragwatch.index import Index
+from ragwatch.report import build_comparison_page
 
 
 class IndexMaterializer(BaseMaterializer):
@@ -50,3 +57,16 @@ class IndexMaterializer(BaseMaterializer):
             "dim": data.dim,
             "index_fingerprint": data.fingerprint,
         }
+
+
+class RunComparisonsMaterializer(PydanticMaterializer):
+    ASSOCIATED_TYPES: ClassVar[tuple[type[Any], ...]] = (RunComparisons,)
+
+    def save_visualizations(self, data: RunComparisons) -> dict[str, VisualizationType]:
+        runs = {"previous run": data.previous_run, "production": data.production_run}
+        named = {f"{label} {runs[label]}" if runs.get(label) else label: cmp for label, cmp in data.named().items()}
+        page = build_comparison_page(named, title="ragwatch: this run compared", gate=data.gate)
+        path = os.path.join(self.uri, "comparison.html")
+        with fileio.open(path, "w") as f:
+            f.write(page)
+        return {path: VisualizationType.HTML}

@@ -12,7 +12,7 @@ import pytest
 import yaml
 from zenml.client import Client
 
-from orchestration.runner import run_pipeline
+from orchestration.runner import format_outcome, run_pipeline
 from tests.integration.conftest import write_config
 
 pytestmark = pytest.mark.integration
@@ -24,6 +24,7 @@ def retrieval_only_config(directory: Path, corpus: Path, model_name: str) -> Pat
     config["retrieval_only"] = True
     config["evaluate"]["system"]["model_name"] = model_name
     config["evaluate"]["retrieval"] = {"modes": ["bm25", "vector"], "ks": [1, 3]}
+    config["evaluate"]["gate"]["gated_metrics"] = ["bm25/hit_rate@1", "vector/mrr"]
     path.write_text(yaml.safe_dump(config))
     return path
 
@@ -63,3 +64,22 @@ def test_every_pipeline_draws_and_the_daily_run_is_cached(tmp_path: Path, tiny_c
     used = rerun.run_metadata["input_rag_index"]
     latest = Client().get_artifact_version("rag_index")
     assert used["id"] == str(latest.id) and used["version"] == str(latest.version)
+
+    # the comparison, one click away: the `comparisons` node renders its page, verdict first
+    track = rerun.steps["track_evaluation"]
+    comparisons = track.outputs["comparisons"][0]
+    (visualization,) = comparisons.visualizations
+    page = Path(visualization.uri).read_text(encoding="utf-8")
+    assert page.index('id="verdict"') < page.index("<h2>vs previous run") < page.index("<h2>vs production")
+    assert "Gate: PROMOTED" in page
+    # the gated metrics under stable keys, with intervals and the differences, in every run's metadata
+    for run in (first, rerun):
+        gated = Client().get_pipeline_run(run.id).run_metadata["gated_metrics"]
+        assert set(gated) == {"bm25/hit_rate@1", "vector/mrr"}
+        assert {"score", "ci_low", "ci_high", "n_scored"} <= set(gated["vector/mrr"])
+    assert rerun.run_metadata["gated_metrics"]["vector/mrr"]["vs_previous"]["diff"] == 0
+    assert "Gate: PROMOTED" in rerun.run_metadata["verdict"]
+    # the printout ends by saying which run and which artifacts to open
+    last = format_outcome(again).splitlines()[-3:]
+    assert all(again.run.name in line for line in last)
+    assert "'report'" in last[0] and "'comparisons'" in last[1] and "'gated_metrics'" in last[2]
