@@ -20,6 +20,34 @@ def configure_environment(zenml_home: Path | None = None) -> None:
     os.environ.setdefault("ZENML_LOGGING_VERBOSITY", "WARN")
     os.environ.setdefault("ZENML_ENABLE_RICH_TRACEBACK", "false")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    record_analytics_choice()
+
+
+def record_analytics_choice() -> None:
+    """Write the analytics choice (`ZENML_ANALYTICS_OPT_IN`) into the store's own `config.yaml`.
+
+    ZenML creates that file with `analytics_opt_in: true`; our processes obey the environment
+    variable, but the `zenml` CLI run by hand in a shell without it obeys the file. A store not
+    created yet gets a file with the choice alone, which ZenML completes when it creates the store.
+    """
+    import yaml
+
+    opt_in = os.environ.get("ZENML_ANALYTICS_OPT_IN", "false").strip().lower() in ("1", "true", "yes", "on")
+    path = Path(os.environ.get("ZENML_CONFIG_PATH", PROJECT_ROOT / ".zenml_home")) / "config.yaml"
+    try:
+        data = (yaml.safe_load(path.read_text(encoding="utf-8")) or {}) if path.is_file() else {}
+    except (OSError, yaml.YAMLError):
+        return  # ZenML reports a broken store itself
+    if not isinstance(data, dict) or data.get("analytics_opt_in") is opt_in:
+        return
+    data["analytics_opt_in"] = opt_in
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(yaml.safe_dump(data), encoding="utf-8")
+        tmp.replace(path)  # atomic: a concurrent ZenML process never reads half a file
+    except OSError:
+        return  # a read-only store: the environment variable still holds for our processes
 
 
 def ensure_repository(root: Path = PROJECT_ROOT) -> None:

@@ -210,6 +210,16 @@ def format_outcome(outcome: RunOutcome) -> str:
     if outcome.gate is not None:
         lines += ["", f"gate: {gate_label(outcome.gate)}"] + [f"  - {reason}" for reason in outcome.gate.reasons]
     if outcome.report_path is not None:
-        lines += ["", f"report: {outcome.report_path} (also the 'report' artifact of the run)"]
-        lines.append("dashboard: python run.py dashboard  (local ZenML server on 127.0.0.1)")
+        lines += ["", f"report: {outcome.report_path}"]
+        lines += dashboard_lines(outcome.run.name)
     return "\n".join(lines)
+
+
+def dashboard_lines(run_name: str) -> list[str]:
+    """Where this run is in the dashboard: the printout's last lines."""
+    return [
+        "open it in the dashboard: python run.py dashboard  (local ZenML server on 127.0.0.1), then",
+        f"  Runs > {run_name} > node 'report' (step build_report_step) > Visualization: the report, verdict first",
+        f"  Runs > {run_name} > node 'comparisons' (step track_evaluation) > Visualization: vs previous and production",
+        f"  Runs > {run_name} > Metadata: 'verdict', 'gated_metrics' (same keys in every run, to read side by side)",
+    ]

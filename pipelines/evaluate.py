@@ -15,18 +15,19 @@ from steps.evaluate import (
     judge_answers_step,
     run_e2e_tests_step,
 )
+from steps.inputs import latest_eval_set_version, latest_index_version, load_eval_set, load_index
 from steps.labels import attach_human_labels
 from steps.track import build_report_step, track_evaluation
 
 
 @pipeline(enable_cache=True)
 def evaluate(config: FullConfig, e2e_tables: E2ETables, system_fingerprint: str, index=None, eval_set=None):
-    """`index` and `eval_set` default to the latest `rag_index` and `eval_set` artifacts."""
-    if index is None or eval_set is None:
-        from zenml.client import Client
-
-        index = index or Client().get_artifact_version("rag_index")
-        eval_set = eval_set or Client().get_artifact_version("eval_set")
+    """`index` and `eval_set` default to the latest `rag_index` and `eval_set` artifacts, looked up
+    when the run runs and loaded by steps (so the dashboard draws them and the cache keys on them)."""
+    if index is None:
+        index = load_index(latest_index_version())
+    if eval_set is None:
+        eval_set = load_eval_set(latest_eval_set_version())
     evaluation = config.evaluate
     embedding = config.ingest.embedding
     if config.retrieval_only:  # no LLM at all: with no reference answers nothing is answered or judged

@@ -6,15 +6,15 @@ from zenml import pipeline
 
 from ragwatch.config import FullConfig
 from steps.evalset import assemble_eval_set, generate_synthetic_set, import_labelled_sets
+from steps.inputs import latest_index_version, load_index
 
 
 @pipeline(enable_cache=True)
 def testset(config: FullConfig, index=None):
-    """`index` defaults to the latest `rag_index` artifact (from the ingest pipeline)."""
+    """`index` defaults to the latest `rag_index` artifact (from the ingest pipeline), looked up when
+    the run runs and loaded by a step (so the dashboard draws it)."""
     if index is None:
-        from zenml.client import Client
-
-        index = Client().get_artifact_version("rag_index")
+        index = load_index(latest_index_version())
     synthetic = generate_synthetic_set(index, config.testset, config.ingest.embedding)
     imported = import_labelled_sets(config.testset)
     return assemble_eval_set(synthetic, imported, index)

@@ -8,6 +8,7 @@ from pydantic import BaseModel, Field
 
 from ragwatch.compare import Comparison
 from ragwatch.datasets import samples_fingerprint
+from ragwatch.gate import GateDecision
 from ragwatch.results import MetricResult
 from ragwatch.types import Chunk, Document, EvalSample, RagAnswer
 
@@ -65,6 +66,12 @@ class RunComparisons(BaseModel):
     production_version: str | None = None
     production_run: str | None = None
     same_eval_set_as_production: bool | None = None
+    gate: GateDecision | None = None  # the promotion gate's decision on the production comparison
+
+    def named(self) -> dict[str, Comparison]:
+        """Short labels ("previous run", "production"), as the report's headline columns read."""
+        pairs = (("previous run", self.previous), ("production", self.production))
+        return {label: cmp for label, cmp in pairs if cmp is not None}
 
     def as_dict(self) -> dict[str, Comparison]:
         named = {}

@@ -12,6 +12,11 @@ Example:
     ...         score(item)
     ...         progress.update()
     # not a terminal: "judge correctness: 500/5000 (10%) in 52s, about 470s left" ... "done in 521s"
+
+Work whose size is learnt on the way (a judge's later stages: only items still undecided go on)
+`grow`s one bar instead of starting another, so a judge reads as one sequence of lines with one
+total and one estimate; the judge engine shares one bar across a judge's stages and its concurrent
+batches (`LLMClient.generate_many(desc=progress)`).
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ from __future__ import annotations
 import logging
 import math
 import sys
+import threading
 import time
 from collections.abc import Callable
 from typing import Any
@@ -44,8 +50,8 @@ def _ensure_handler() -> None:
 
 
 class Progress:
-    """Counts finished items of a known total; `update()` once per item (thread- and task-safe enough
-    for asyncio: updates happen on one thread)."""
+    """Counts finished items of a known total; `update()` once per item, from any thread (the judge
+    engine runs concurrent batches on a thread pool); `grow(n)` when more work turns up."""
 
     def __init__(
         self,
@@ -54,14 +60,19 @@ class Progress:
         *,
         terminal: bool | None = None,
         clock: Callable[[], float] = time.monotonic,
+        unit: str = "",
     ) -> None:
         self.total = total
         self.desc = desc
+        self.unit = f" {unit}" if unit else ""
+        self._lock = threading.Lock()
+        self.more_may_come = False  # set by work that may `grow`: reaching the total is not the end
+        self._done_said = False
         self.done = 0
         self._clock = clock
         self._started = clock()
         self.terminal = sys.stdout.isatty() if terminal is None else terminal
-        self._bar: Any = tqdm(total=total, desc=desc, leave=False) if self.terminal else None
+        self._bar: Any = tqdm(total=total, desc=desc, leave=False, unit=unit or "it") if self.terminal else None
         self._lines = not self.terminal
         self._few = total < MIN_TOTAL_FOR_LINES
         self._last_line = self._started
@@ -69,7 +80,23 @@ class Progress:
         if self._lines:
             _ensure_handler()
 
+    def grow(self, n: int) -> None:
+        """`n` more items to do (a later stage of the same work): the same bar, a larger total."""
+        with self._lock:
+            self.total += n
+            self._few = self.total < MIN_TOTAL_FOR_LINES
+            if self._bar is not None:
+                self._bar.total = self.total
+                self._bar.refresh()
+            if not self.terminal and self.done < self.total:
+                self._lines = True  # lines stopped at a "done" line: the work goes on
+                _ensure_handler()
+
     def update(self, n: int = 1) -> None:
+        with self._lock:
+            self._update(n)
+
+    def _update(self, n: int) -> None:
         self.done += n
         if self._bar is not None:
             self._bar.update(n)
@@ -81,18 +108,28 @@ class Progress:
         self._last_line = now
         elapsed = now - self._started
         if self.done >= self.total:
-            log.info("%s: %d/%d done in %.0fs", self.desc, self.done, self.total, elapsed)
-            self._lines = False
+            if not self.more_may_come:
+                self._say_done(elapsed)
             return
         left = elapsed / self.done * (self.total - self.done)
         log.info(
-            "%s: %d/%d (%d%%) in %.0fs, about %.0fs left",
-            self.desc, self.done, self.total, 100 * self.done // self.total, elapsed, left,
+            "%s: %d/%d%s (%d%%) in %.0fs, about %.0fs left",
+            self.desc, self.done, self.total, self.unit, 100 * self.done // self.total, elapsed, left,
         )
         while self._next_line_at <= self.done:
             self._next_line_at += max(1, math.ceil(self.total / 10))
 
+    def _say_done(self, elapsed: float) -> None:
+        log.info("%s: %d/%d%s done in %.0fs", self.desc, self.done, self.total, self.unit, elapsed)
+        self._lines = False
+        self._done_said = True
+
     def close(self) -> None:
+        """The end: a bar held open for more work (`more_may_come`) says "done" now."""
+        with self._lock:
+            if (self.more_may_come and not self.terminal and not self._done_said and self.done >= self.total
+                    and self.total > 0 and (not self._few or self._clock() - self._started >= SLOW_LINE_S)):
+                self._say_done(self._clock() - self._started)
         if self._bar is not None:
             self._bar.close()
 

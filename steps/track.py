@@ -18,9 +18,10 @@ from ragwatch.config import EvaluateConfig
 from ragwatch.evalsets import generation_samples
 from ragwatch.gate import GateDecision, gate_decision
 from ragwatch.report import build_html_report, build_markdown_summary
-from ragwatch.summary import judge_models
+from ragwatch.summary import judge_models, verdict_line
 from ragwatch.system_metrics import reported_top_k, system_metrics
 from readback import previous_evaluation, production_evaluation, run_label, step_timings
+from steps.materializers import RunComparisonsMaterializer
 
 
 def _metadata_scores(group: MetricGroup) -> dict[str, Any]:
@@ -31,7 +32,26 @@ def _metadata_scores(group: MetricGroup) -> dict[str, Any]:
     }
 
 
-@step(enable_cache=False)
+def gated_metadata(metrics: dict[str, Any], comparisons: RunComparisons, thresholds: Any) -> dict[str, Any]:
+    """The gated metrics, one stable key each (the metric's name): score, 95% interval, n, and the
+    difference with its interval and verdict vs the previous run and vs production. Two runs'
+    metadata tabs read side by side, metric by metric."""
+    out: dict[str, Any] = {}
+    for name, result in metrics.items():
+        if not thresholds.is_gated(name):
+            continue
+        entry: dict[str, Any] = {k: v for k, v in result.summary().items() if v is not None}
+        for label, cmp in (("vs_previous", comparisons.previous), ("vs_production", comparisons.production)):
+            row = next((r for r in cmp.rows if r.metric == name), None) if cmp is not None else None
+            if row is not None:
+                entry[label] = {k: v for k, v in {"diff": row.diff, "diff_low": row.diff_low,
+                                                  "diff_high": row.diff_high, "verdict": row.verdict}.items()
+                                if v is not None}
+        out[name] = entry
+    return out
+
+
+@step(enable_cache=False, output_materializers={"comparisons": RunComparisonsMaterializer})
 def track_evaluation(
     retrieval: MetricGroup,
     e2e: MetricGroup,
@@ -91,6 +111,7 @@ def track_evaluation(
             log_metadata(metadata={"promotion": {"baseline_version": str(production[0].name),
                                                  "baseline_run_id": str(production[1].id)}}, infer_model=True)
 
+    comparisons.gate = decision
     gate_metadata = {
         "promote": decision.promote,
         "promoted": promoted,
@@ -98,15 +119,18 @@ def track_evaluation(
         "reasons": decision.reasons,
         "flags": decision.flags,
         "production_version": comparisons.production_version or "none",
+        "verdict": verdict_line(comparisons.named(), decision)[1],
     }
     usage = {"generator": answers.usage, "judge": judges.details.get("usage", {})}
     run_metadata = {
+        "verdict": gate_metadata["verdict"],
         "retrieval": _metadata_scores(retrieval),
         "system_metrics": _metadata_scores(MetricGroup(group="system", metrics=system)),
         "e2e": _metadata_scores(e2e),
         "judges": _metadata_scores(judges),
         "usage": usage,
         "gate": gate_metadata,
+        "gated_metrics": gated_metadata(metrics, comparisons, config.gate),
         "eval_set": {"fingerprint": eval_set.fingerprint, "size": len(eval_set.samples)},
         "system": {"fingerprint": system_fingerprint, "model_name": config.system.model_name},
     }
@@ -153,8 +177,7 @@ def build_report_step(
     run_info["step timings (s)"] = {name: round(seconds, 1) for name, seconds in timings.items()}
     title = f"ragwatch evaluation: {run.name}"
     # short labels: they head the headline table's columns; the run and version are in run_info
-    named = {label: cmp for label, cmp in (("previous run", comparisons.previous),
-                                           ("production", comparisons.production)) if cmp is not None}
+    named = comparisons.named()
     if comparisons.previous_run:
         run_info["previous run"] = comparisons.previous_run
     if comparisons.production_version:

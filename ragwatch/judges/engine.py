@@ -32,6 +32,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from ragwatch.llm.types import Generation, Usage
+from ragwatch.progress import Progress
 from ragwatch.results import ItemScore, MetricInfo, MetricResult
 from ragwatch.types import EvalSample, RagAnswer
 
@@ -218,9 +219,10 @@ def gather(plans: dict[str, Plan | Outcome]) -> Generator[list[Call], list[Gener
     return out
 
 
-def _batch(llm: Any, calls: list[Call], desc: str | None = None) -> list[Generation]:
+def _batch(llm: Any, calls: list[Call], desc: str | Progress | None = None) -> list[Generation]:
     """All calls of one stage: one `generate_many` per (schema, system, logprobs), run concurrently
-    (they share the client's concurrency limit), results in input order."""
+    (they share the client's concurrency limit), results in input order. `desc`: a label, or the
+    judge's one `Progress` every batch advances."""
     groups: dict[tuple[Any, ...], list[int]] = {}
     for k, c in enumerate(calls):
         groups.setdefault((c.schema, c.system, c.logprobs), []).append(k)
@@ -246,18 +248,30 @@ def _batch(llm: Any, calls: list[Call], desc: str | None = None) -> list[Generat
 def drive(
     plan: Generator[list[Call], list[Generation], Any], llm: Any, desc: str | None = None
 ) -> tuple[Any, list[Generation]]:
-    """Run a plan (or gathered plans) to its end with `llm`: (its return value, every generation)."""
+    """Run a plan (or gathered plans) to its end with `llm`: (its return value, every generation).
+
+    With `desc`, one progress bar counts the calls of every stage: a later stage (only the items
+    still undecided go on) grows its total, so the judge reads as one sequence of lines with one
+    estimate of the time left, not a bar per stage and per batch."""
     every: list[Generation] = []
-    stage = 0
+    progress: Progress | None = None
     try:
         calls = next(plan)
         while True:
-            stage += 1
-            gens = _batch(llm, calls, f"{desc} stage {stage}" if desc else None)
+            if desc and calls:
+                if progress is None:
+                    progress = Progress(len(calls), desc, unit="calls")
+                    progress.more_may_come = True
+                else:
+                    progress.grow(len(calls))
+            gens = _batch(llm, calls, progress)
             every += gens
             calls = plan.send(gens)
     except StopIteration as stop:
         return stop.value, every
+    finally:
+        if progress is not None:
+            progress.close()
 
 
 def _bug(exc: BaseException) -> Score:

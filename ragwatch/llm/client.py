@@ -21,6 +21,7 @@ import threading
 import time
 import weakref
 from collections.abc import Coroutine, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -136,12 +137,13 @@ class LLMClient:
         prompts: Sequence[Prompt],
         *,
         schema: type[BaseModel] | None = None,
-        desc: str | None = None,
+        desc: str | Progress | None = None,
         system: str | None = None,
         **overrides: Any,
     ) -> list[Generation]:
         """Many calls, `settings.concurrency` in flight, results in input order; a failing item
-        becomes a failed `Generation`, it never raises. Bad arguments raise before any call."""
+        becomes a failed `Generation`, it never raises. Bad arguments raise before any call.
+        `desc`: the progress bar's label, or a `Progress` shared with other batches to advance."""
         return _run_sync(self.agenerate_many(prompts, schema=schema, desc=desc, system=system, **overrides))
 
     async def agenerate_many(
@@ -149,7 +151,7 @@ class LLMClient:
         prompts: Sequence[Prompt],
         *,
         schema: type[BaseModel] | None = None,
-        desc: str | None = None,
+        desc: str | Progress | None = None,
         system: str | None = None,
         **overrides: Any,
     ) -> list[Generation]:
@@ -159,7 +161,8 @@ class LLMClient:
         batch = _Batch(self._limiter())
         batch.limiter.new_batch()
         results: list[Generation | None] = [None] * len(requests)
-        with Progress(len(requests), desc or self.settings.model) as bar:
+        shared = isinstance(desc, Progress)  # one bar across batches: its owner closes it
+        with nullcontext(desc) if shared else Progress(len(requests), desc or self.settings.model) as bar:
 
             async def one(i: int, request: _Request) -> None:
                 try:
