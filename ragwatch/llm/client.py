@@ -30,7 +30,9 @@ from pydantic import BaseModel
 
 from ragwatch.llm import structured
 from ragwatch.llm.backend import load_litellm
+from ragwatch.llm.budget import Budget
 from ragwatch.llm.cache import GenerationCache, cache_key, default_cache_root
+from ragwatch.llm.history import StageRecord, record_stage
 from ragwatch.llm.limiter import Limiter
 from ragwatch.llm.retry import (
     FatalLLMError,
@@ -90,9 +92,10 @@ class LLMClient:
         self.usage = Usage(model=self.settings.model)
         self._usage_lock = threading.Lock()
         self._cache: GenerationCache | None = None
+        self._root = Path(self.settings.cache_dir).expanduser() if self.settings.cache_dir else default_cache_root()
         if self.settings.cache:
-            root = Path(self.settings.cache_dir).expanduser() if self.settings.cache_dir else default_cache_root()
-            self._cache = GenerationCache(root / "llm")
+            self._cache = GenerationCache(self._root / "llm")
+        self.budget = Budget(self.settings.budget_usd) if self.settings.budget_usd else None
         # the in-process model decodes up to `concurrency` calls together (ragwatch/llm/batched.py)
         self.max_concurrency = max(1, self.settings.concurrency)
         # one flow control per event loop, shared by every call of this client on it (a rate limit
@@ -161,6 +164,7 @@ class LLMClient:
         batch = _Batch(self._limiter())
         batch.limiter.new_batch()
         results: list[Generation | None] = [None] * len(requests)
+        started = time.perf_counter()
         shared = isinstance(desc, Progress)  # one bar across batches: its owner closes it
         with nullcontext(desc) if shared else Progress(len(requests), desc or self.settings.model) as bar:
 
@@ -173,7 +177,17 @@ class LLMClient:
                 bar.update(1)
 
             await asyncio.gather(*(one(i, r) for i, r in enumerate(requests)))
-        return [r for r in results if r is not None]
+        done = [r for r in results if r is not None]
+        if isinstance(desc, str):
+            self._record(desc, done, time.perf_counter() - started)
+        return done
+
+    def _record(self, stage: str, generations: list[Generation], wall_s: float, batch: bool = False) -> None:
+        """One usage-history line for this stage (ragwatch/llm/history.py): what estimates learn from."""
+        usage = Usage(model=self.settings.model)
+        for gen in generations:
+            usage.add(gen)
+        record_stage(StageRecord.of(self.settings.model, stage, usage, wall_s, batch), self._root)
 
     def usage_since(self, mark: Usage) -> Usage:
         """Usage accrued after `mark = client.usage.model_copy()`: the record of one batch."""
@@ -334,7 +348,7 @@ class LLMClient:
         # a repair continues an item already under way: like a retry, it goes ahead of new items
         continuing = len(messages) > len(request.messages)
         for attempt in range(s.max_retries + 1):
-            ticket = None
+            ticket = held = None
             try:
                 kwargs = self._litellm_kwargs(messages, request)
                 ticket = await batch.limiter.acquire(tokens, retry=continuing or attempt > 0)
@@ -342,13 +356,20 @@ class LLMClient:
                 if batch.fatal:
                     batch.limiter.release(ticket, "error", tokens_used=0)
                     return None, f"not attempted: an earlier item failed fatally ({batch.fatal[0]})"
+                if self.budget is not None:
+                    held = self.budget.reserve(self._projected_cost(messages, request))
+                    if held is None:
+                        batch.limiter.release(ticket, "error", tokens_used=0)
+                        return None, self.budget.reason()
                 totals["sent"] += 1
                 response = await self._acompletion(kwargs)
             except asyncio.CancelledError:
                 if ticket is not None:
                     batch.limiter.release(ticket, "error")
+                self._settle(held, 0.0)
                 raise
             except Exception as exc:
+                self._settle(held, 0.0)
                 kind = classify(exc)
                 reason = describe(exc, secret)
                 wait = retry_after_s(exc)
@@ -378,9 +399,24 @@ class LLMClient:
             batch.limiter.release(ticket, "ok", tokens_used=sum(used) if any(used) else None)
             totals["prompt_tokens"] += used[0]
             totals["completion_tokens"] += used[1]
-            totals["cost_usd"] += self._cost(response)
+            cost = self._cost(response)
+            self._settle(held, cost)
+            totals["cost_usd"] += cost
             return response, None
         raise AssertionError("unreachable")  # the loop always returns
+
+    def _projected_cost(self, messages: list[dict[str, Any]], request: _Request) -> float:
+        """The most a call can cost: its prompt with the model's tokenizer plus `max_tokens` of reply."""
+        from ragwatch.llm.pricing import call_cost, count_tokens
+
+        if self.is_local:
+            return 0.0
+        max_tokens = float(request.params.get("max_tokens") or self.settings.max_tokens)
+        return call_cost(self.settings.model, count_tokens(self.settings.model, messages), max_tokens)
+
+    def _settle(self, held: float | None, cost: float) -> None:
+        if self.budget is not None and held is not None:
+            self.budget.settle(held, cost)
 
     async def _acompletion(self, kwargs: dict[str, Any]) -> Any:
         litellm = load_litellm()
@@ -452,6 +488,8 @@ class LLMClient:
     def _account(self, gen: Generation) -> None:
         with self._usage_lock:
             self.usage.add(gen)
+        if self.budget is not None and gen.ok:
+            self.budget.item_done()
 
 
 def _messages(prompt: Prompt) -> list[dict[str, Any]]:

@@ -38,6 +38,8 @@ class LLMSettings(BaseModel):
     tpm: float | None = Field(default=None, gt=0)  # ... and tokens per minute (prompt + max_tokens, settled)
     cache: bool = True
     cache_dir: str | None = None
+    # the most this role may spend in one run (litellm's prices); calls past it fail explicitly
+    budget_usd: float | None = Field(default=None, gt=0)
     logprobs: bool = False
     top_logprobs: int = 0
     extra: dict[str, Any] = Field(default_factory=dict)
