@@ -2,6 +2,7 @@
 
     python run.py                      the full evaluation on the embedded default (offline)
     python run.py ingest|testset|evaluate|full [--config FILE] [--no-cache]
+    python run.py full --estimate      calls, tokens, dollars and wall time per role, no LLM call
     python run.py compare [RUN ...]    metric differences with intervals and verdicts
     python run.py calibrate            a judge against human labels (HaluEval sample by default)
     python run.py review export|import human labels on judged items -> prediction-powered estimates
@@ -23,10 +24,15 @@ from __future__ import annotations
 import argparse
 import sys
 import traceback
+from typing import TYPE_CHECKING
 
 from zenml_env import PROJECT_ROOT, configure_environment, ensure_repository
 
 configure_environment()
+
+if TYPE_CHECKING:
+    from ragwatch.config import FullConfig
+    from ragwatch.estimate import Estimate
 
 
 def _add_config(parser: argparse.ArgumentParser, default: str) -> None:
@@ -49,6 +55,9 @@ def build_parser() -> argparse.ArgumentParser:
         sub = commands.add_parser(name, help=help_text, description=help_text)
         _add_config(sub, f"configs/{name}.yaml")
         sub.add_argument("--no-cache", action="store_true", help="re-run every step")
+        sub.add_argument("--estimate", action="store_true",
+                         help="print the run's calls, tokens, cost and wall time per role and judge stage, "
+                              "without one LLM call, and exit")
         sub.add_argument("--zenml-config", help="a ZenML run configuration (docker/orchestrator settings), "
                                                 "e.g. deploy/kubernetes/zenml_run_config.yaml")
 
@@ -124,15 +133,43 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def cmd_pipeline(name: str, config: str, no_cache: bool, zenml_config: str | None = None) -> int:
+def cmd_pipeline(name: str, config: str, no_cache: bool, zenml_config: str | None = None,
+                 estimate: bool = False) -> int:
+    import time
+
     from ragwatch.preflight import preflight
 
     checked = preflight(name, config)  # before ZenML is imported: a typo is answered in about a second
+    if estimate:
+        from ragwatch.estimate import estimate_pipeline, format_estimate
+
+        print(format_estimate(estimate_pipeline(name, checked)))
+        return 0
+    planned = _quiet_estimate(name, checked)
+    started = time.time()
     from orchestration.runner import format_outcome, run_pipeline
 
     outcome = run_pipeline(name, config, enable_cache=not no_cache, zenml_config=zenml_config, config=checked)
     print(format_outcome(outcome))
+    if planned is not None:
+        from ragwatch.estimate import format_comparison
+        from ragwatch.llm.history import read_history
+
+        recorded = read_history(since=started)
+        if planned.rows or recorded:
+            print("\n" + format_comparison(planned, recorded))
     return 1 if outcome.regressed else 0
+
+
+def _quiet_estimate(name: str, config: FullConfig) -> Estimate | None:
+    """The estimate of a run about to start, for estimate vs actual afterwards; never stops the run."""
+    try:
+        from ragwatch.estimate import estimate_pipeline
+
+        return estimate_pipeline(name, config)
+    except Exception as exc:  # an estimate is a courtesy: a bug in it must not cost the run
+        print(f"(no estimate: {type(exc).__name__}: {exc})", file=sys.stderr)
+        return None
 
 
 def cmd_compare(runs: list[str], config: str) -> int:
@@ -249,7 +286,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.command in (None, "ingest", "testset", "evaluate", "full"):
             name = args.command or "full"
             config = getattr(args, "config", None) or str(PROJECT_ROOT / "configs" / "full.yaml")
-            return cmd_pipeline(name, config, getattr(args, "no_cache", False), getattr(args, "zenml_config", None))
+            return cmd_pipeline(name, config, getattr(args, "no_cache", False), getattr(args, "zenml_config", None),
+                                getattr(args, "estimate", False))
         if args.command == "compare":
             return cmd_compare(args.runs, args.config)
         if args.command == "calibrate" and args.labels:

@@ -1,0 +1,137 @@
+"""`DryClient`: an `LLMClient` that builds every request exactly as the real one does (same
+prompts, same cache keys) and sends none. A request already in the cache is answered from it and
+counted as free; any other is counted (prompt tokens with the model's own tokenizer, reply tokens
+from the run history or `max_tokens`) and answered with a placeholder valid under its schema, so
+the code that asked (a testset recipe, a multi-stage judge) goes on to its next stage.
+
+Example:
+    >>> dry = DryClient(LLMSettings(model="gpt-4o-mini"), role="judge", history=[])  # doctest: +SKIP
+    >>> dry.generate_many(prompts, desc="judge correctness stage 1"); dry.stages  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel
+
+from ragwatch.llm.client import LLMClient, Prompt, _Request
+from ragwatch.llm.history import StageRecord, typical
+from ragwatch.llm.pricing import count_tokens
+from ragwatch.llm.types import Generation, LLMSettings
+
+PLACEHOLDER = "A placeholder reply standing in for the model's answer"
+
+
+@dataclass
+class StageCount:
+    """The calls of one stage of one role, as the dry run saw them."""
+
+    role: str
+    stage: str
+    model: str
+    requests: int = 0
+    cached: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: float = 0.0
+    reply_basis: str = "max_tokens"  # or "history"
+    latency_s: float | None = None  # per call, from the history
+
+    @property
+    def calls(self) -> int:
+        """Calls that would be sent (cache hits excluded)."""
+        return self.requests - self.cached
+
+
+class DryClient(LLMClient):
+    """Counts what a real `LLMClient` with these settings would send; sends nothing."""
+
+    def __init__(self, settings: LLMSettings, *, role: str, history: Sequence[StageRecord] = ()) -> None:
+        super().__init__(settings.model_copy(update={"budget_usd": None}))
+        self.role = role
+        self.history = list(history)
+        self.stages: dict[str, StageCount] = {}
+
+    async def agenerate_many(
+        self,
+        prompts: Sequence[Prompt],
+        *,
+        schema: type[BaseModel] | None = None,
+        desc: str | None = None,
+        system: str | None = None,
+        **overrides: Any,
+    ) -> list[Generation]:
+        if isinstance(prompts, str):
+            raise TypeError("generate_many takes a list of prompts; for one prompt call generate()")
+        stage = desc or "calls"
+        return [self._dry(self._request(p, schema, system, overrides), stage) for p in prompts]
+
+    async def agenerate(self, prompt: Prompt, *, schema: type[BaseModel] | None = None,
+                        system: str | None = None, **overrides: Any) -> Generation:
+        return self._dry(self._request(prompt, schema, system, overrides), "calls")
+
+    def perplexity(self, text: str) -> float:
+        return 1.0  # scored in process by a local model: no provider call to count
+
+    def _dry(self, request: _Request, stage: str) -> Generation:
+        count = self.stages.get(stage)
+        if count is None:
+            count = self.stages[stage] = StageCount(self.role, stage, self.settings.model)
+            seen = typical(self.history, self.settings.model, stage)
+            if seen is not None:
+                count.reply_basis, count.latency_s = "history", seen.latency_s
+        count.requests += 1
+        hit = self._cache.get(request.key) if self._cache is not None else None
+        cached = self._from_cache(hit, request, time.perf_counter()) if hit is not None else None
+        if cached is not None:
+            count.cached += 1
+            return cached
+        max_tokens = float(request.params.get("max_tokens") or self.settings.max_tokens)
+        seen = typical(self.history, self.settings.model, stage) if count.reply_basis == "history" else None
+        count.prompt_tokens += count_tokens(self.settings.model, request.messages)
+        count.completion_tokens += min(seen.completion_tokens, max_tokens) if seen else max_tokens
+        return _placeholder_generation(self.settings.model, request.schema)
+
+
+def _placeholder_generation(model: str, schema: type[BaseModel] | None) -> Generation:
+    if schema is None:
+        return Generation(model=model, text=PLACEHOLDER)
+    value = _instance(schema.model_json_schema())
+    try:
+        parsed = schema.model_validate(value)
+    except ValueError as exc:
+        return Generation(model=model, error=f"no placeholder fits the schema: {exc}")
+    return Generation(model=model, text=json.dumps(value), parsed=parsed)
+
+
+def _instance(schema: dict[str, Any], root: dict[str, Any] | None = None) -> Any:
+    """A value valid under a JSON schema: first enum values, minimum counts, short strings."""
+    root = root or schema
+    if "$ref" in schema:
+        return _instance(root.get("$defs", {})[schema["$ref"].rsplit("/", 1)[-1]], root)
+    if "const" in schema:
+        return schema["const"]
+    if "enum" in schema:
+        return schema["enum"][0]
+    for key in ("anyOf", "oneOf", "allOf"):
+        if key in schema:
+            options = [o for o in schema[key] if o.get("type") != "null"] or schema[key]
+            return _instance(options[0], root)
+    kind = schema.get("type", "object")
+    if isinstance(kind, list):
+        kind = next((k for k in kind if k != "null"), "string")
+    if kind == "object":
+        return {name: _instance(sub, root) for name, sub in schema.get("properties", {}).items()}
+    if kind == "array":
+        return [_instance(schema.get("items", {}), root) for _ in range(max(1, schema.get("minItems", 1)))]
+    if kind in ("integer", "number"):
+        value = schema.get("minimum", schema.get("exclusiveMinimum", 0))
+        return int(value) if kind == "integer" else float(value)
+    if kind == "boolean":
+        return True
+    length = max(schema.get("minLength", 0), len(PLACEHOLDER))
+    return (PLACEHOLDER * (length // len(PLACEHOLDER) + 1))[: min(length, schema.get("maxLength", length))]

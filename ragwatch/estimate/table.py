@@ -1,0 +1,177 @@
+"""What a run will cost, as a table: calls, tokens, dollars and wall time per role and stage, and
+the same table set against what a run recorded (the usage history).
+
+Example:
+    >>> print(format_estimate(estimate))  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from pydantic import BaseModel, Field
+
+from ragwatch.estimate.dry import StageCount
+from ragwatch.llm.history import StageRecord
+from ragwatch.llm.pricing import call_cost, is_priced
+from ragwatch.llm.types import LLMSettings
+
+HOSTED_LATENCY_S = 0.6  # per call before its reply, when the history has no figure
+HOSTED_TOKENS_PER_S = 80.0  # reply tokens per second of a hosted model
+LOCAL_PROMPT_TOKENS_PER_S = 100.0  # the packaged 0.5B on 2 cores (docs: OFFLINE_STACK.md)
+LOCAL_REPLY_TOKENS_PER_S = 25.0
+
+
+class EstimateRow(BaseModel):
+    """One stage of one role: what it would send and what that costs."""
+
+    role: str
+    stage: str
+    model: str
+    requests: int
+    cached: int
+    calls: int
+    prompt_tokens: int
+    completion_tokens: int
+    cost_usd: float
+    priced: bool
+    reply_basis: str
+    wall_s: float
+    batch: bool = False
+
+
+class Estimate(BaseModel):
+    """The estimate of one pipeline run."""
+
+    pipeline: str
+    rows: list[EstimateRow] = Field(default_factory=list)
+    notes: list[str] = Field(default_factory=list)
+    seconds: float = 0.0  # how long the estimate took
+
+    @property
+    def cost_usd(self) -> float:
+        return sum(r.cost_usd for r in self.rows)
+
+    @property
+    def wall_s(self) -> float:
+        return sum(r.wall_s for r in self.rows)
+
+    def role_cost(self, role: str) -> float:
+        return sum(r.cost_usd for r in self.rows if r.role == role)
+
+
+def estimate_row(count: StageCount, settings: LLMSettings) -> EstimateRow:
+    """Cost and wall time of one stage's calls at the settings' concurrency and rate limits."""
+    batch = bool(getattr(settings, "batch", False))
+    prompt, completion = count.prompt_tokens, round(count.completion_tokens)
+    cost = call_cost(settings.model, prompt, completion, batch=batch)
+    return EstimateRow(role=count.role, stage=count.stage, model=settings.model, requests=count.requests,
+                       cached=count.cached, calls=count.calls, prompt_tokens=prompt, completion_tokens=completion,
+                       cost_usd=cost, priced=is_priced(settings.model), reply_basis=count.reply_basis,
+                       wall_s=wall_time(count, settings), batch=batch)
+
+
+def wall_time(count: StageCount, settings: LLMSettings) -> float:
+    """Seconds for the stage's calls: rounds of `concurrency` calls, or the rpm/tpm quota if slower."""
+    n = count.calls
+    if n == 0:
+        return 0.0
+    per_prompt, per_reply = count.prompt_tokens / n, count.completion_tokens / n
+    if count.latency_s is not None:
+        latency = count.latency_s
+    elif settings.model.startswith("local/"):
+        latency = per_prompt / LOCAL_PROMPT_TOKENS_PER_S + per_reply / LOCAL_REPLY_TOKENS_PER_S
+    else:
+        latency = HOSTED_LATENCY_S + per_reply / HOSTED_TOKENS_PER_S
+    seconds = math.ceil(n / max(1, settings.concurrency)) * latency
+    if settings.rpm:
+        seconds = max(seconds, n / settings.rpm * 60.0)
+    if settings.tpm:
+        seconds = max(seconds, (count.prompt_tokens + count.completion_tokens) / settings.tpm * 60.0)
+    return seconds
+
+
+def _money(value: float, priced: bool = True) -> str:
+    return f"${value:.4f}" if priced else "unpriced"
+
+
+def format_estimate(estimate: Estimate) -> str:
+    """The estimate as a fixed-width table with a total line, then its notes."""
+    head = f"{'role':<18} {'stage':<34} {'model':<26} {'calls':>6} {'cached':>6} {'in tok':>9} " \
+           f"{'out tok':>8} {'cost':>10} {'wall':>8}"
+    lines = [f"Estimate for `{estimate.pipeline}` (no LLM call made; {estimate.seconds:.1f} s)", head,
+             "-" * len(head)]
+    for r in estimate.rows:
+        out = f"{r.completion_tokens}{'*' if r.reply_basis == 'max_tokens' and r.calls else ''}"
+        stage = r.stage + (" [batch]" if r.batch else "")
+        lines.append(f"{r.role[:18]:<18} {stage[:34]:<34} {r.model[:26]:<26} {r.calls:>6} {r.cached:>6} "
+                     f"{r.prompt_tokens:>9} {out:>8} {_money(r.cost_usd, r.priced):>10} {_duration(r.wall_s):>8}")
+    if not estimate.rows:
+        lines.append("(no LLM call in this pipeline)")
+    lines.append("-" * len(head))
+    for role in dict.fromkeys(r.role for r in estimate.rows):
+        lines.append(f"{'':<18} {'total ' + role:<61} {'':>6} {'':>6} {'':>9} {'':>8} "
+                     f"{_money(estimate.role_cost(role)):>10}")
+    total_calls = sum(r.calls for r in estimate.rows)
+    lines.append(f"{'TOTAL':<18} {'':<34} {'':<26} {total_calls:>6} {sum(r.cached for r in estimate.rows):>6} "
+                 f"{sum(r.prompt_tokens for r in estimate.rows):>9} "
+                 f"{sum(r.completion_tokens for r in estimate.rows):>8} {_money(estimate.cost_usd):>10} "
+                 f"{_duration(estimate.wall_s):>8}")
+    if any(r.reply_basis == "max_tokens" and r.calls for r in estimate.rows):
+        lines.append("* reply tokens at max_tokens (no run history for that stage yet): an upper bound")
+    lines += [f"note: {n}" for n in estimate.notes]
+    return "\n".join(lines)
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 90:
+        return f"{seconds:.0f}s"
+    if seconds < 5400:
+        return f"{seconds / 60:.1f}m"
+    return f"{seconds / 3600:.1f}h"
+
+
+class Actual(BaseModel):
+    """What the run recorded for one (model, stage): summed over its history records."""
+
+    model: str
+    stage: str
+    calls: int = 0
+    cache_hits: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float = 0.0
+
+
+def actuals(records: Sequence[StageRecord]) -> dict[tuple[str, str], Actual]:
+    out: dict[tuple[str, str], Actual] = {}
+    for r in records:
+        a = out.setdefault((r.model, r.stage), Actual(model=r.model, stage=r.stage))
+        a.calls += r.calls
+        a.cache_hits += r.cache_hits
+        a.prompt_tokens += r.prompt_tokens
+        a.completion_tokens += r.completion_tokens
+        a.cost_usd += r.cost_usd
+    return out
+
+
+def format_comparison(estimate: Estimate, records: Sequence[StageRecord]) -> str:
+    """Estimate vs actual per stage (calls, tokens, dollars) and in total."""
+    got = actuals(records)
+    head = f"{'stage':<40} {'calls est/act':>14} {'in tok est/act':>20} {'out tok est/act':>18} {'cost est/act':>22}"
+    lines = ["Estimate vs actual (usage history of this run)", head, "-" * len(head)]
+    keys = list(dict.fromkeys([(r.model, r.stage) for r in estimate.rows] + list(got)))
+    for model, stage in keys:
+        rows = [r for r in estimate.rows if (r.model, r.stage) == (model, stage)]
+        a = got.get((model, stage), Actual(model=model, stage=stage))
+        est = (sum(r.calls for r in rows), sum(r.prompt_tokens for r in rows),
+               sum(r.completion_tokens for r in rows), sum(r.cost_usd for r in rows))
+        lines.append(f"{stage[:40]:<40} {f'{est[0]}/{a.calls}':>14} {f'{est[1]}/{a.prompt_tokens}':>20} "
+                     f"{f'{est[2]}/{a.completion_tokens}':>18} {f'${est[3]:.4f}/${a.cost_usd:.4f}':>22}")
+    est = [sum(getattr(r, f) for r in estimate.rows) for f in ("calls", "prompt_tokens", "completion_tokens")]
+    act = [sum(getattr(a, f) for a in got.values()) for f in ("calls", "prompt_tokens", "completion_tokens")]
+    total_act = sum(a.cost_usd for a in got.values())
+    lines.append(f"{'TOTAL':<40} {f'{est[0]}/{act[0]}':>14} {f'{est[1]}/{act[1]}':>20} {f'{est[2]}/{act[2]}':>18} "
+                 f"{f'${estimate.cost_usd:.4f}/${total_act:.4f}':>22}")
+    return "\n".join(lines)

@@ -1,0 +1,251 @@
+"""The calls a pipeline run would make, found by running its own code against `DryClient`s.
+
+The testset recipe's prompts come from the corpus chunks it would sample; reference answers from the
+imported sets; answers from the built-in system's prompt over contexts of sampled chunks (the index
+is not read: contexts are chunks of the same corpus, the question's own chunk first); judges run
+their real plans, stage by stage, on those answers. Nothing is sent and ZenML is not imported.
+
+Example:
+    >>> estimate = estimate_pipeline("full", preflight("full", "configs/full.yaml"))  # doctest: +SKIP
+    >>> print(format_estimate(estimate))  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import random
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from ragwatch.config import FullConfig
+from ragwatch.estimate.dry import DryClient
+from ragwatch.estimate.table import Estimate, estimate_row
+from ragwatch.llm.history import StageRecord, read_history, typical
+from ragwatch.llm.pricing import call_cost, count_tokens, is_priced
+from ragwatch.llm.types import LLMSettings
+from ragwatch.types import Chunk, EvalSample, SearchHit
+
+STAGES = {"ingest": ("ingest",), "testset": ("testset",), "evaluate": ("evaluate",),
+          "full": ("ingest", "testset", "evaluate")}
+SENTENCE = "The documented component is configured in the stack settings and runs each step in order. "
+
+
+class _Roles:
+    """One `DryClient` per (role, settings), so each role's stages are counted apart."""
+
+    def __init__(self, history: Sequence[StageRecord]) -> None:
+        self.history = history
+        self.clients: list[tuple[DryClient, LLMSettings]] = []
+
+    def client(self, role: str, settings: LLMSettings) -> DryClient:
+        dry = DryClient(settings, role=role, history=self.history)
+        self.clients.append((dry, settings))
+        return dry
+
+
+def estimate_pipeline(
+    pipeline: str, config: FullConfig, *, history: Sequence[StageRecord] | None = None
+) -> Estimate:
+    """Calls, tokens, dollars and wall time of running `pipeline` with `config`, without one LLM call."""
+    started = time.perf_counter()
+    history = read_history() if history is None else history
+    roles = _Roles(history)
+    estimate = Estimate(pipeline=pipeline)
+    stages = STAGES[pipeline]
+    chunks: list[Chunk] | None = None
+    if "ingest" in stages:
+        chunks = _chunks(config)
+        _ingest_rows(config, chunks, estimate)
+    samples: list[EvalSample] = []
+    if "testset" in stages or "evaluate" in stages:
+        chunks = chunks if chunks is not None else _chunks(config)
+        samples = _evaluation_set(config, chunks, roles, count="testset" in stages, estimate=estimate)
+    if "evaluate" in stages:
+        _evaluate(config, chunks or [], samples, roles, estimate)
+    for dry, settings in roles.clients:
+        estimate.rows += [estimate_row(count, settings) for count in dry.stages.values()]
+        spend = sum(estimate_row(c, settings).cost_usd for c in dry.stages.values())
+        if settings.budget_usd is not None and spend > settings.budget_usd:
+            estimate.notes.append(f"{dry.role}: budget_usd ${settings.budget_usd:g} is below the estimate "
+                                  f"(${spend:.4f}): the run stops that role's calls at the budget")
+        if not is_priced(settings.model):
+            estimate.notes.append(f"{settings.model}: not in litellm's price map, counted as $0")
+    estimate.seconds = time.perf_counter() - started
+    return estimate
+
+
+# ----------------------------------------------------------------------------------------- ingest
+def _chunks(config: FullConfig) -> list[Chunk]:
+    """The corpus chunked as the ingest step does (with the embedding model's tokenizer), kept in
+    the cache directory under a key of the corpus contents and the chunking settings."""
+    from ragwatch.chunking import chunk_documents
+    from ragwatch.config import corpus_fingerprint
+    from ragwatch.documents import load_documents
+    from ragwatch.embeddings import get_embedder
+    from ragwatch.llm.cache import default_cache_root
+
+    ingest = config.ingest
+    if not ingest.corpus.paths:
+        return []
+    key = hashlib.sha256(json.dumps([corpus_fingerprint(ingest.corpus), ingest.chunking.model_dump(mode="json"),
+                                     ingest.embedding.model], sort_keys=True).encode()).hexdigest()[:24]
+    path = default_cache_root() / "estimate" / f"chunks-{key}.json"
+    if path.is_file():
+        try:
+            return [Chunk.model_validate(c) for c in json.loads(path.read_text(encoding="utf-8"))]
+        except ValueError:
+            pass
+    embedder = get_embedder(ingest.embedding)
+    documents = load_documents(ingest.corpus.paths).documents
+    chunks = chunk_documents(documents, ingest.chunking, embedder.count_tokens, max_window=embedder.max_input_tokens)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps([c.model_dump(mode="json") for c in chunks]), encoding="utf-8")
+    except OSError:
+        pass
+    return chunks
+
+
+def _ingest_rows(config: FullConfig, chunks: list[Chunk], estimate: Estimate) -> None:
+    embedding = config.ingest.embedding
+    if embedding.model.startswith("local/"):
+        estimate.notes.append(f"ingest: {len(chunks)} chunks embedded by the local model "
+                              f"{embedding.model} (no provider call)")
+        return
+    from ragwatch.estimate.table import EstimateRow
+
+    tokens = sum(count_tokens(embedding.model, [{"role": "user", "content": c.text}]) for c in chunks)
+    estimate.rows.append(EstimateRow(
+        role="embedding", stage="index (every chunk; reused vectors are free)", model=embedding.model,
+        requests=len(chunks), cached=0, calls=math.ceil(len(chunks) / max(1, embedding.batch_size)),
+        prompt_tokens=tokens, completion_tokens=0, cost_usd=call_cost(embedding.model, tokens, 0),
+        priced=is_priced(embedding.model), reply_basis="history", wall_s=0.0))
+
+
+# ---------------------------------------------------------------------------------------- testset
+def _evaluation_set(
+    config: FullConfig, chunks: list[Chunk], roles: _Roles, *, count: bool, estimate: Estimate
+) -> list[EvalSample]:
+    """The evaluation set the testset step would produce: synthetic pairs (as placeholders on their
+    sampled chunks) and the imported sets (with written reference answers). Its calls are counted
+    when `count` (the testset pipeline runs); otherwise they are assumed made already."""
+    from ragwatch.evalsets import generation_samples, import_labelled_samples, merge_samples
+    from ragwatch.references import needs_reference, write_reference_answers
+    from ragwatch.testset import build_check_prompt, build_prompt, kinds_for, qa_schema, sample_chunks
+
+    testset = config.testset
+    settings = testset.testset
+    synthetic: list[EvalSample] = []
+    generator = roles.client("testset generator", testset.generator) if count else None
+    if testset.synthetic and chunks:
+        picked, _ = sample_chunks(chunks, settings)
+        plan = [kinds_for(i, settings) for i in range(len(picked))]
+        if generator is not None:
+            generator.generate_many([build_prompt(c, k) for c, k in zip(picked, plan, strict=True)],
+                                    schema=qa_schema(settings.questions_per_chunk),
+                                    desc="testset: generating questions", max_tokens=settings.max_tokens)
+        for chunk, kinds in zip(picked, plan, strict=True):
+            for j, kind in enumerate(kinds):
+                synthetic.append(_placeholder_sample(chunk, kind, j))
+        if generator is not None and settings.llm_answerability_check:
+            from ragwatch.testset import AnswerabilityVerdict
+
+            generator.generate_many([build_check_prompt(s.reference_contexts[0], s.question) for s in synthetic],
+                                    schema=AnswerabilityVerdict, desc="testset: answerability check",
+                                    max_tokens=16)
+        estimate.notes.append(f"testset: {len(synthetic)} synthetic pairs asked of {len(picked)} chunks, "
+                              "counted as if every pair passes the filters")
+    imported, _ = import_labelled_samples(testset)
+    if testset.write_reference_answers and any(needs_reference(s) for s in imported):
+        # without the testset pipeline the set was made earlier: its calls are not this run's
+        writer = generator or DryClient(testset.generator, role="testset generator", history=roles.history)
+        imported, _ = write_reference_answers(imported, writer)
+    return generation_samples(merge_samples(synthetic, imported))
+
+
+def _placeholder_sample(chunk: Chunk, kind: str, j: int) -> EvalSample:
+    """A pair the recipe would write from `chunk`: a question and a short answer from its words."""
+    words = chunk.text.split()
+    question = " ".join(words[:14]).rstrip("?.,:;") + "?"
+    answer = " ".join(words[14:40]) or question
+    sample_id = hashlib.sha256(f"{chunk.id}:{j}".encode()).hexdigest()[:16]
+    return EvalSample(id=sample_id, question=question, reference_answer=answer, reference_contexts=[chunk.text],
+                      kind=kind, metadata={"chunk_id": chunk.id})
+
+
+# --------------------------------------------------------------------------------------- evaluate
+class _SampledIndex:
+    """Stands in for the index: a question's own chunk first, then seeded draws from the corpus."""
+
+    def __init__(self, chunks: list[Chunk], own: dict[str, str], seed: int = 0) -> None:
+        self.chunks = chunks
+        self.by_text = {c.text: c for c in chunks}
+        self.own = own
+        self.rng = random.Random(seed)
+        self.fingerprint = "estimate"
+
+    def search_many(self, questions: list[str], k: int, mode: str, embedder: Any = None) -> list[list[SearchHit]]:
+        out = []
+        for question in questions:
+            picked: list[Chunk] = []
+            own = self.by_text.get(self.own.get(question, ""))
+            if own is not None:
+                picked.append(own)
+            while len(picked) < min(k, len(self.chunks)):
+                picked.append(self.chunks[self.rng.randrange(len(self.chunks))])
+            out.append([SearchHit(chunk=c, score=1.0, rank=r) for r, c in enumerate(picked, start=1)])
+        return out
+
+
+class _NoEmbedder:
+    identity = "estimate"
+    dim = 8
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        return np.ones((len(texts), self.dim), dtype=np.float32) / np.sqrt(self.dim)
+
+
+def _evaluate(config: FullConfig, chunks: list[Chunk], samples: list[EvalSample], roles: _Roles,
+              estimate: Estimate) -> None:
+    from ragwatch.e2e import load_e2e_tables, run_e2e_tests
+    from ragwatch.judges import build_judges, run_judges
+    from ragwatch.rag.builtin import BuiltinRAG
+    from ragwatch.types import RagAnswer
+
+    evaluate = config.evaluate
+    system = evaluate.system
+    if system.rag.kind != "builtin" or not chunks:
+        estimate.notes.append(f"the system under test ({system.rag.kind}) answers outside ragwatch: its calls "
+                              "are not counted; judges are counted on answers of max_tokens length")
+        answers = [RagAnswer(question=s.question, answer=_answer_text(system.generator.max_tokens),
+                             contexts=[]) for s in samples]
+    else:
+        generator = roles.client("generator", system.generator)
+        own = {s.question: s.reference_contexts[0] for s in samples if s.reference_contexts}
+        rag = BuiltinRAG(_SampledIndex(chunks, own), _NoEmbedder(), generator, system.rag)  # type: ignore[arg-type]
+        answers = rag.answer_many([s.question for s in samples]) if samples else []
+        seen = typical(roles.history, system.generator.model, "rag answers")
+        length = seen.completion_tokens if seen else system.generator.max_tokens
+        answers = [a.model_copy(update={"answer": _answer_text(length)}) for a in answers]
+        if evaluate.e2e.enabled and evaluate.e2e.tables:
+            run_e2e_tests(load_e2e_tables(evaluate.e2e.tables), rag.answer_many)
+    judge_models = [("judge", evaluate.judges)] + [
+        (f"panel {s.model}", evaluate.judges.model_copy(update={"llm": s})) for s in evaluate.judge_panel]
+    for role, judges_config in judge_models:
+        dry = roles.client(role, judges_config.llm)
+        judges = [j for j in build_judges(judges_config, dry, embedder=_NoEmbedder(), generator_llm=None)
+                  if getattr(j, "llm", None) is dry]  # similarity, perplexity: no judge call
+        if judges and samples:
+            run_judges(judges, samples, answers)
+    estimate.notes.append(f"evaluate: {len(samples)} answered and judged items")
+
+
+def _answer_text(tokens: float) -> str:
+    """Text of about `tokens` tokens, in sentences (judges that split answers count them)."""
+    per_sentence = 16  # tokens of SENTENCE
+    return (SENTENCE * max(1, round(tokens / per_sentence))).strip()
