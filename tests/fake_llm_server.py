@@ -1,9 +1,16 @@
 """A fake OpenAI-compatible chat server on 127.0.0.1 that injects faults, for tests and benchmarks.
 
-It speaks POST /v1/chat/completions. Replies come from `responder(body) -> str | dict` (a dict may
-carry "content" and "logprobs"). Faults are scripted per request: `script` maps a substring of the
-first user message (the item's prompt) to a queue of behaviours consumed one per matching request
-(repairs of an item match too); requests with no scripted behaviour left get `default` ("ok").
+It speaks POST /v1/chat/completions and the batch API: POST /v1/files (multipart upload),
+GET /v1/files/{id}/content, POST /v1/batches, GET /v1/batches/{id}, POST /v1/batches/{id}/cancel.
+A batch is "in_progress" for `batch_delay_s` after it is created, then "completed": each line is
+answered as the chat endpoint would answer it (same responder, same usage), except lines whose
+first user message contains a key of `batch_failures`, which go to the error file (status 500).
+Usage counts words, or tokens of `token_counter(text)` plus the chat format's overhead.
+
+Replies come from `responder(body) -> str | dict` (a dict may carry "content" and "logprobs").
+Faults are scripted per request: `script` maps a substring of the first user message (the
+item's prompt) to a queue of behaviours consumed one per matching request (repairs of an item
+match too); requests with no scripted behaviour left get `default` ("ok").
 
 Unscripted requests may also fail at random (`random_faults={"429": 0.15}`: a seeded draw per request)
 or in bursts (`bursts=Bursts(every_s=10, length_s=2, first_at_s=4)`: every request arriving in a
@@ -56,6 +63,10 @@ class Bursts:
         """Every burst end up to `until` seconds after the epoch."""
         n = int(max(0.0, until - self.first_at_s) // self.every_s) + 1
         return [self.first_at_s + i * self.every_s + self.length_s for i in range(n)]
+
+
+def _words(text: str) -> int:
+    return len(text.split())
 
 
 def last_user_text(body: dict[str, Any]) -> str:
@@ -156,6 +167,9 @@ class FakeLLMServer:
         random_faults: dict[str, float] | None = None,
         bursts: Bursts | None = None,
         seed: int = 0,
+        token_counter: Callable[[str], int] | None = None,
+        batch_delay_s: float = 0.0,
+        batch_failures: Iterable[str] = (),
     ) -> None:
         self.responder = responder
         self.latency_s = latency_s
@@ -180,6 +194,13 @@ class FakeLLMServer:
         self.peak_in_flight = 0
         self._httpd: ThreadingHTTPServer | None = None
         self._timer: threading.Timer | None = None
+        # usage counts: words by default; a real tokenizer (e.g. tiktoken's) for realistic token counts
+        self.token_counter = token_counter
+        self.batch_delay_s = batch_delay_s
+        self.batch_failures = list(batch_failures)
+        self.files: dict[str, bytes] = {}
+        self.batches: dict[str, dict[str, Any]] = {}
+        self.batch_lines = 0  # lines answered through batches
 
     # ----------------------------------------------------------------------------------- control
     @property
@@ -267,7 +288,12 @@ class FakeLLMServer:
             content = json.dumps({"unexpected": True})
         elif behaviour == "prose":
             content = f"Sure! Here is my answer: {content}"
-        prompt_words = sum(len(str(m.get("content", "")).split()) for m in body.get("messages", []))
+        count = self.token_counter
+        if count is None:
+            prompt_words = sum(len(str(m.get("content", "")).split()) for m in body.get("messages", []))
+            count = _words
+        else:  # OpenAI's chat format: about 4 tokens per message (role, separators) and 3 to prime the reply
+            prompt_words = sum(count(str(m.get("content", ""))) + 4 for m in body.get("messages", [])) + 3
         choice: dict[str, Any] = {
             "index": 0,
             "finish_reason": finish,
@@ -283,10 +309,93 @@ class FakeLLMServer:
             "choices": [choice],
             "usage": {
                 "prompt_tokens": prompt_words,
-                "completion_tokens": len(content.split()),
-                "total_tokens": prompt_words + len(content.split()),
+                "completion_tokens": count(content),
+                "total_tokens": prompt_words + count(content),
             },
         }
+
+    # ------------------------------------------------------------------------------- batch API
+    def _new_id(self, prefix: str) -> str:
+        return f"{prefix}-{len(self.files) + len(self.batches)}-{time.monotonic_ns() % 10**9}"
+
+    def create_file(self, content: bytes, filename: str) -> dict[str, Any]:
+        with self._lock:
+            file_id = self._new_id("file")
+            self.files[file_id] = content
+        return {"id": file_id, "object": "file", "bytes": len(content), "created_at": int(time.time()),
+                "filename": filename, "purpose": "batch", "status": "processed"}
+
+    def create_batch(self, request: dict[str, Any]) -> dict[str, Any]:
+        content = self.files.get(request.get("input_file_id", ""))
+        if content is None:
+            raise KeyError(f"no file {request.get('input_file_id')}")
+        lines = [json.loads(line) for line in content.decode().splitlines() if line.strip()]
+        with self._lock:
+            batch_id = self._new_id("batch")
+            self.batches[batch_id] = {
+                "id": batch_id, "object": "batch", "endpoint": request.get("endpoint"), "errors": None,
+                "input_file_id": request["input_file_id"], "completion_window": request.get("completion_window"),
+                "status": "in_progress", "output_file_id": None, "error_file_id": None,
+                "created_at": int(time.time()), "metadata": request.get("metadata"),
+                "request_counts": {"total": len(lines), "completed": 0, "failed": 0},
+                "_lines": lines, "_started": time.monotonic(),
+            }
+        return self.batch_view(batch_id)
+
+    def batch_view(self, batch_id: str) -> dict[str, Any]:
+        """The batch as the API shows it now; it completes (answers every line) once its delay passed."""
+        with self._lock:
+            batch = self.batches[batch_id]
+            if batch["status"] == "in_progress":
+                share = (time.monotonic() - batch["_started"]) / self.batch_delay_s if self.batch_delay_s else 1.0
+                counts = batch["request_counts"]
+                if share >= 1.0:
+                    self._complete(batch)
+                else:
+                    counts["completed"] = int(counts["total"] * share)
+            return {k: v for k, v in batch.items() if not k.startswith("_")}
+
+    def _complete(self, batch: dict[str, Any]) -> None:
+        out, errors = [], []
+        for line in batch["_lines"]:
+            body = line["body"]
+            request_id = f"req-{len(out) + len(errors)}"
+            if any(key in first_user_text(body) for key in self.batch_failures):
+                errors.append({"id": request_id, "custom_id": line["custom_id"], "response": {
+                    "status_code": 500, "request_id": request_id,
+                    "body": {"error": {"message": "the server had an error", "type": "server_error"}}},
+                    "error": None})
+                continue
+            self.calls_by_prompt[first_user_text(body)] += 1
+            out.append({"id": request_id, "custom_id": line["custom_id"], "error": None,
+                        "response": {"status_code": 200, "request_id": request_id, "body": self._reply(body, "ok")}})
+        self.batch_lines += len(out)
+        batch["status"] = "completed"
+        batch["request_counts"] = {"total": len(batch["_lines"]), "completed": len(out), "failed": len(errors)}
+        for key, rows in (("output_file_id", out), ("error_file_id", errors)):
+            if rows:
+                file_id = self._new_id("file")
+                self.files[file_id] = "".join(json.dumps(r) + "\n" for r in rows).encode()
+                batch[key] = file_id
+
+    def cancel_batch(self, batch_id: str) -> dict[str, Any]:
+        with self._lock:
+            batch = self.batches[batch_id]
+            if batch["status"] == "in_progress":
+                batch["status"] = "cancelled"
+        return self.batch_view(batch_id)
+
+
+def _multipart_file(content_type: str, body: bytes) -> tuple[bytes, str]:
+    """The `file` part of a multipart/form-data upload: (its bytes, its file name)."""
+    from email.parser import BytesParser
+    from email.policy import HTTP
+
+    message = BytesParser(policy=HTTP).parsebytes(f"Content-Type: {content_type}\r\n\r\n".encode() + body)
+    for part in message.iter_parts():
+        if part.get_param("name", header="content-disposition") == "file":
+            return part.get_payload(decode=True) or b"", part.get_filename() or "batch.jsonl"
+    raise ValueError("no file part in the upload")
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -309,11 +418,55 @@ class _Handler(BaseHTTPRequestHandler):
         body = {"error": {"message": message, "type": kind, "code": str(status)}}
         self._send(status, json.dumps(body).encode(), headers)
 
+    def _json(self, payload: dict[str, Any]) -> None:
+        self._send(200, json.dumps(payload).encode())
+
+    def do_GET(self) -> None:
+        fake, path = self.fake, self.path.split("?")[0].rstrip("/")
+        parts = path.split("/")
+        try:
+            if "/batches/" in path:
+                self._json(fake.batch_view(parts[-1]))
+            elif path.endswith("/content") and "/files/" in path:
+                content = fake.files[parts[-2]]
+                self.send_response(200)
+                self.send_header("Content-Type", "application/octet-stream")
+                self.send_header("Content-Length", str(len(content)))
+                self.end_headers()
+                self.wfile.write(content)
+            elif "/files/" in path:
+                file_id = parts[-1]
+                self._json({"id": file_id, "object": "file", "bytes": len(fake.files[file_id]),
+                            "created_at": int(time.time()), "filename": "batch.jsonl", "purpose": "batch",
+                            "status": "processed"})
+            else:
+                self._error(404, f"no route {self.path}", "not_found")
+        except KeyError as exc:
+            self._error(404, f"not found: {exc}", "not_found")
+
+    def _batch_post(self, path: str, raw: bytes) -> None:
+        fake = self.fake
+        try:
+            if path.endswith("/files"):
+                content, name = _multipart_file(self.headers.get("Content-Type", ""), raw)
+                self._json(fake.create_file(content, name))
+            elif path.endswith("/cancel"):
+                self._json(fake.cancel_batch(path.split("/")[-2]))
+            else:
+                self._json(fake.create_batch(json.loads(raw or b"{}")))
+        except (KeyError, ValueError) as exc:
+            self._error(400, f"bad request: {exc}", "invalid_request_error")
+
     def do_POST(self) -> None:
         fake = self.fake
         length = int(self.headers.get("Content-Length") or 0)
-        body = json.loads(self.rfile.read(length) or b"{}")
-        if not self.path.rstrip("/").endswith("/chat/completions"):
+        raw = self.rfile.read(length)
+        path = self.path.split("?")[0].rstrip("/")
+        if path.endswith("/files") or "/batches" in path:
+            self._batch_post(path, raw)
+            return
+        body = json.loads(raw or b"{}")
+        if not path.endswith("/chat/completions"):
             self._error(404, f"no route {self.path}", "not_found")
             return
         behaviour, burst_end = fake._next_behaviour(body)
