@@ -161,6 +161,8 @@ class LLMClient:
         if isinstance(prompts, str):
             raise TypeError("generate_many takes a list of prompts; for one prompt call generate()")
         requests = [self._request(p, schema, system, overrides) for p in prompts]
+        if self.settings.batch and requests and all(r.mock_response is None for r in requests):
+            return await self._generate_as_batch(requests, desc or self.settings.model)
         batch = _Batch(self._limiter())
         batch.limiter.new_batch()
         results: list[Generation | None] = [None] * len(requests)
@@ -182,12 +184,116 @@ class LLMClient:
             self._record(desc, done, time.perf_counter() - started)
         return done
 
+    async def _generate_as_batch(self, requests: list[_Request], desc: str) -> list[Generation]:
+        """The requests not in the cache as one provider batch (ragwatch/llm/batch.py); lines the batch
+        failed, or whose reply does not fit the schema, are retried online."""
+        from ragwatch.llm.batch import BatchJob, BatchPending, BatchReply
+        from ragwatch.llm.pricing import call_cost, count_tokens
+
+        started = time.perf_counter()
+        out: list[Generation | None] = [None] * len(requests)
+        todo: dict[str, list[int]] = {}
+        for i, request in enumerate(requests):
+            hit = await asyncio.to_thread(self._cache.get, request.key) if self._cache is not None else None
+            gen = self._from_cache(hit, request, started) if hit is not None else None
+            if gen is not None:
+                out[i] = gen
+                self._account(gen)
+            else:
+                todo.setdefault(request.key, []).append(i)
+        if todo:
+            job = BatchJob(self.settings, self._batch_api_key(), self._root, desc)
+            lines, held = [], {}
+            for key, where in todo.items():
+                request = requests[where[0]]
+                if self.budget is not None:
+                    projected = call_cost(self.settings.model, count_tokens(self.settings.model, request.messages),
+                                          float(request.params.get("max_tokens") or self.settings.max_tokens),
+                                          batch=True)
+                    held[key] = self.budget.reserve(projected)
+                    if held[key] is None:
+                        for i in where:
+                            out[i] = self._failed(self.budget.reason(), 0.0)
+                            self._account(out[i])
+                        continue
+                lines.append(job.line(key, request.messages, request.params))
+            pending = False
+            try:
+                replies = await job.run(lines) if lines else {}
+            except BatchPending as exc:
+                pending = True
+                replies = {ln.key: BatchReply(None, str(exc)) for ln in lines}
+            except Exception as exc:  # the batch API refused the job: every line goes online
+                reason = f"batch not submitted: {describe(exc, self._api_key())}"
+                log.warning("%s: %s; sending its %d calls online", desc, reason, len(lines))
+                replies = {ln.key: BatchReply(None, reason) for ln in lines}
+            online = _Batch(self._limiter())
+
+            async def settle(ln: Any) -> None:
+                request, where = requests[todo[ln.key][0]], todo[ln.key]
+                gen = self._from_batch_reply(replies[ln.key], request, started)
+                self._settle(held.get(ln.key), gen.cost_usd if gen is not None else 0.0)
+                if gen is not None:
+                    if self._cache is not None:
+                        await asyncio.to_thread(self._cache.put, request.key,
+                                                gen.model_dump(mode="json", exclude={"parsed"}))
+                    self._account(gen)
+                elif not pending:  # a failed line, or a reply that does not fit the schema: once more online
+                    gen = await self._generate(request, online)  # accounts for itself
+                else:  # still running at the provider: no second payment now, a re-run picks it up
+                    gen = self._failed(replies[ln.key].error or "batch pending", time.perf_counter() - started)
+                    self._account(gen)
+                out[where[0]] = gen
+                for i in where[1:]:  # identical requests: one line served them all
+                    out[i] = gen.model_copy(update={"cached": True, "cost_usd": 0.0}) if gen.ok else gen
+                    self._account(out[i])
+
+            await asyncio.gather(*(settle(ln) for ln in lines))
+            if not pending:
+                job.forget(lines)
+        done = [g for g in out if g is not None]
+        self._record(desc, done, time.perf_counter() - started, batch=True)
+        return done
+
+    def _from_batch_reply(self, reply: Any, request: _Request, started: float) -> Generation | None:
+        """A generation from one batch line, priced at the batch rate; None when it needs an online retry."""
+        from ragwatch.llm.pricing import call_cost
+
+        if reply.body is None:
+            return None
+        try:
+            choice = reply.body["choices"][0]
+            text = (choice.get("message") or {}).get("content") or ""
+        except (KeyError, IndexError, TypeError):
+            return None
+        parsed = None
+        if request.schema is not None:
+            parsed, problem = structured.parse_reply(text, request.schema)
+            if problem is not None:
+                return None
+        usage = reply.body.get("usage") or {}
+        prompt, completion = int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0)
+        return Generation(model=self.settings.model, text=text, parsed=parsed,
+                          logprobs=_token_logprobs(choice.get("logprobs")), prompt_tokens=prompt,
+                          completion_tokens=completion, latency_s=time.perf_counter() - started,
+                          cost_usd=call_cost(self.settings.model, prompt, completion, batch=True))
+
+    def _batch_api_key(self) -> str | None:
+        s = self.settings
+        if s.api_key_env:
+            key = os.environ.get(s.api_key_env)
+            if not key:
+                raise FatalLLMError(f"no API key for {s.model!r}: set the environment variable named by "
+                                    f"api_key_env ({s.api_key_env})")
+            return key
+        return "not-needed" if s.api_base else None
+
     def _record(self, stage: str, generations: list[Generation], wall_s: float, batch: bool = False) -> None:
         """One usage-history line for this stage (ragwatch/llm/history.py): what estimates learn from."""
         usage = Usage(model=self.settings.model)
         for gen in generations:
             usage.add(gen)
-        record_stage(StageRecord.of(self.settings.model, stage, usage, wall_s, batch), self._root)
+        record_stage(StageRecord.of(self.settings.model, stage, usage, wall_s, batch))  # one history per machine
 
     def usage_since(self, mark: Usage) -> Usage:
         """Usage accrued after `mark = client.usage.model_copy()`: the record of one batch."""

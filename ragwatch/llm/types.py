@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 DEFAULT_MODEL = "local/qwen2.5-0.5b-instruct"
 TINY_MODEL = "local/smollm2-135m-instruct"
@@ -40,9 +40,19 @@ class LLMSettings(BaseModel):
     cache_dir: str | None = None
     # the most this role may spend in one run (litellm's prices); calls past it fail explicitly
     budget_usd: float | None = Field(default=None, gt=0)
+    # each stage's calls as one provider batch (OpenAI, Azure, ...: half the price, replies within 24 h)
+    batch: bool = False
+    batch_poll_s: float = Field(default=30.0, gt=0)  # seconds between status checks of a batch
+    batch_timeout_s: float = Field(default=86400.0, gt=0)  # give up waiting (the batch stays; a re-run picks it up)
     logprobs: bool = False
     top_logprobs: int = 0
     extra: dict[str, Any] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _batch_needs_a_provider(self) -> LLMSettings:
+        if self.batch and self.model.startswith("local/"):
+            raise ValueError(f"batch: true needs a provider with a batch API; {self.model!r} runs in process")
+        return self
 
 
 class TokenLogprob(BaseModel):
