@@ -40,6 +40,7 @@ class StageCount:
     completion_tokens: float = 0.0
     reply_basis: str = "max_tokens"  # or "history"
     latency_s: float | None = None  # per call, from the history
+    batch_wall_s: float | None = None  # the stage's last batch, from the history
 
     @property
     def calls(self) -> int:
@@ -84,6 +85,9 @@ class DryClient(LLMClient):
             seen = typical(self.history, self.settings.model, stage)
             if seen is not None:
                 count.reply_basis, count.latency_s = "history", seen.latency_s
+            batches = [r for r in self.history if r.batch and r.model == self.settings.model and r.stage == stage]
+            if batches:
+                count.batch_wall_s = batches[-1].wall_s
         count.requests += 1
         hit = self._cache.get(request.key) if self._cache is not None else None
         cached = self._from_cache(hit, request, time.perf_counter()) if hit is not None else None

@@ -77,6 +77,8 @@ def wall_time(count: StageCount, settings: LLMSettings) -> float:
     n = count.calls
     if n == 0:
         return 0.0
+    if getattr(settings, "batch", False):  # the provider's queue decides: the last batch of the stage, if any
+        return count.batch_wall_s or 0.0
     per_prompt, per_reply = count.prompt_tokens / n, count.completion_tokens / n
     if count.latency_s is not None:
         latency = count.latency_s

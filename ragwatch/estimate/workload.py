@@ -73,6 +73,9 @@ def estimate_pipeline(
         if settings.budget_usd is not None and spend > settings.budget_usd:
             estimate.notes.append(f"{dry.role}: budget_usd ${settings.budget_usd:g} is below the estimate "
                                   f"(${spend:.4f}): the run stops that role's calls at the budget")
+        if settings.batch and dry.stages:
+            estimate.notes.append(f"{dry.role}: batch stages at the batch price; each finishes within the "
+                                  "provider's window (up to 24 h; wall shows the last batch of the stage, if any)")
         if not is_priced(settings.model):
             estimate.notes.append(f"{settings.model}: not in litellm's price map, counted as $0")
     estimate.seconds = time.perf_counter() - started

@@ -142,3 +142,15 @@ def test_run_py_estimate_offline_with_network_off(tmp_path):
     assert "judge correctness stage 1" in done.stdout and "TOTAL" in done.stdout
     assert "$0.0000" not in done.stdout.split("TOTAL")[1]  # a hosted model's run costs something
     print(f"run.py full --estimate: {seconds:.1f} s")
+
+
+def test_batch_roles_are_priced_at_the_batch_rate(tmp_path, no_network):
+    online = estimate_pipeline("evaluate", load_config(write_config(tmp_path, ["correctness"]), FullConfig),
+                               history=[])
+    batch = estimate_pipeline("evaluate", load_config(write_config(tmp_path, ["correctness"], batch=True),
+                                                      FullConfig), history=[])
+    judge_online = next(r for r in online.rows if r.role == "judge")
+    judge_batch = next(r for r in batch.rows if r.role == "judge")
+    assert judge_batch.batch and judge_batch.prompt_tokens == judge_online.prompt_tokens
+    assert judge_batch.cost_usd == pytest.approx(judge_online.cost_usd / 2)
+    assert "[batch]" in format_estimate(batch)
