@@ -23,6 +23,7 @@ from ragwatch.llm.client import LLMClient, Prompt, _Request
 from ragwatch.llm.history import StageRecord, typical
 from ragwatch.llm.pricing import count_tokens
 from ragwatch.llm.types import Generation, LLMSettings
+from ragwatch.progress import Progress
 
 PLACEHOLDER = "A placeholder reply standing in for the model's answer"
 
@@ -57,23 +58,16 @@ class DryClient(LLMClient):
         self.history = list(history)
         self.stages: dict[str, StageCount] = {}
 
-    async def agenerate_many(
-        self,
-        prompts: Sequence[Prompt],
-        *,
-        schema: type[BaseModel] | None = None,
-        desc: str | None = None,
-        system: str | None = None,
-        **overrides: Any,
+    async def _run_requests(
+        self, requests: list[_Request], desc: str | Progress | None, stage: str | None
     ) -> list[Generation]:
-        if isinstance(prompts, str):
-            raise TypeError("generate_many takes a list of prompts; for one prompt call generate()")
-        stage = desc or "calls"
-        return [self._dry(self._request(p, schema, system, overrides), stage) for p in prompts]
+        # every batch of calls (generate_many, a judge stage's generate_stage) ends here
+        label = stage or (desc if isinstance(desc, str) else None) or "calls"
+        return [self._dry(request, label) for request in requests]
 
     async def agenerate(self, prompt: Prompt, *, schema: type[BaseModel] | None = None,
-                        system: str | None = None, **overrides: Any) -> Generation:
-        return self._dry(self._request(prompt, schema, system, overrides), "calls")
+                        system: str | None = None, stage: str | None = None, **overrides: Any) -> Generation:
+        return self._dry(self._request(prompt, schema, system, overrides), stage or "calls")
 
     def perplexity(self, text: str) -> float:
         return 1.0  # scored in process by a local model: no provider call to count

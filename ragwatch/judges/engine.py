@@ -219,10 +219,16 @@ def gather(plans: dict[str, Plan | Outcome]) -> Generator[list[Call], list[Gener
     return out
 
 
-def _batch(llm: Any, calls: list[Call], desc: str | Progress | None = None) -> list[Generation]:
+def _batch(
+    llm: Any, calls: list[Call], desc: str | Progress | None = None, stage: str | None = None
+) -> list[Generation]:
     """All calls of one stage: one `generate_many` per (schema, system, logprobs), run concurrently
     (they share the client's concurrency limit), results in input order. `desc`: a label, or the
-    judge's one `Progress` every batch advances."""
+    judge's one `Progress` every batch advances; `stage`: the calls' usage-history label. With
+    `batch: true`, one provider batch for the whole stage."""
+    if getattr(getattr(llm, "settings", None), "batch", False):  # the whole stage as one provider batch
+        return llm.generate_stage([(c.messages, c.schema, c.system, logprob_overrides(c.logprobs)) for c in calls],
+                                  desc=desc, stage=stage)
     groups: dict[tuple[Any, ...], list[int]] = {}
     for k, c in enumerate(calls):
         groups.setdefault((c.schema, c.system, c.logprobs), []).append(k)
@@ -230,7 +236,8 @@ def _batch(llm: Any, calls: list[Call], desc: str | Progress | None = None) -> l
     def run(key: tuple[Any, ...]) -> list[Generation]:
         schema, system, logprobs = key
         prompts = [calls[k].messages for k in groups[key]]
-        return llm.generate_many(prompts, schema=schema, system=system, desc=desc, **logprob_overrides(logprobs))
+        return llm.generate_many(prompts, schema=schema, system=system, desc=desc, stage=stage,
+                                 **logprob_overrides(logprobs))
 
     out: list[Generation | None] = [None] * len(calls)
     keys = list(groups)
@@ -255,16 +262,18 @@ def drive(
     estimate of the time left, not a bar per stage and per batch."""
     every: list[Generation] = []
     progress: Progress | None = None
+    stage = 0
     try:
         calls = next(plan)
         while True:
+            stage += 1
             if desc and calls:
                 if progress is None:
                     progress = Progress(len(calls), desc, unit="calls")
                     progress.more_may_come = True
                 else:
                     progress.grow(len(calls))
-            gens = _batch(llm, calls, progress)
+            gens = _batch(llm, calls, progress, f"{desc} stage {stage}" if desc else None)
             every += gens
             calls = plan.send(gens)
     except StopIteration as stop:

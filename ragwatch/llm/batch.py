@@ -20,6 +20,7 @@ import hashlib
 import json
 import logging
 import time
+from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -79,13 +80,14 @@ class BatchJob:
         return BatchLine(key, {"model": self.model_name, "messages": messages, **params})
 
     # ------------------------------------------------------------------------------------- run
-    async def run(self, lines: list[BatchLine]) -> dict[str, BatchReply]:
-        """Replies by custom id for every line (an error reply for a line the batch did not answer)."""
+    async def run(self, lines: list[BatchLine], progress: Progress | None = None) -> dict[str, BatchReply]:
+        """Replies by custom id for every line (an error reply for a line the batch did not answer);
+        `progress`: a bar shared with other work to advance (else one of its own)."""
         state = self._state_path(lines)
         batch = await self._resume(state)
         if batch is None:
             batch = await self._submit(lines, state)
-        batch = await self._wait(batch, len(lines))
+        batch = await self._wait(batch, len(lines), progress)
         if batch.status != "completed":
             self.forget(lines)
             return {ln.key: BatchReply(None, f"batch {batch.id} {batch.status}") for ln in lines}
@@ -135,10 +137,10 @@ class BatchJob:
         log.info("%s: submitted batch %s with %d requests", self.desc, batch.id, len(lines))
         return batch
 
-    async def _wait(self, batch: Any, total: int) -> Any:
+    async def _wait(self, batch: Any, total: int, shared: Progress | None) -> Any:
         started = time.monotonic()
         shown, status = 0, None
-        with Progress(total, f"{self.desc} (batch)") as bar:
+        with nullcontext(shared) if shared is not None else Progress(total, f"{self.desc} (batch)") as bar:
             while True:
                 counts = batch.request_counts
                 done = (getattr(counts, "completed", 0) or 0) + (getattr(counts, "failed", 0) or 0) if counts else 0

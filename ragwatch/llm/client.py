@@ -48,6 +48,7 @@ from ragwatch.progress import Progress
 log = logging.getLogger("ragwatch.llm")
 
 Prompt = str | Sequence[dict[str, Any]]
+StageItem = tuple[Prompt, "type[BaseModel] | None", "str | None", dict[str, Any]]  # prompt, schema, system, options
 T = TypeVar("T")
 
 OVERRIDES = frozenset(
@@ -119,10 +120,12 @@ class LLMClient:
         *,
         schema: type[BaseModel] | None = None,
         system: str | None = None,
+        stage: str | None = None,
         **overrides: Any,
     ) -> Generation:
-        """One call: a `Generation` that is ok, or failed with `error` (and `raw` when a reply came)."""
-        return _run_sync(self.agenerate(prompt, schema=schema, system=system, **overrides))
+        """One call: a `Generation` that is ok, or failed with `error` (and `raw` when a reply came).
+        `stage`: a usage-history label (ragwatch/llm/history.py), as for `generate_many`."""
+        return _run_sync(self.agenerate(prompt, schema=schema, system=system, stage=stage, **overrides))
 
     async def agenerate(
         self,
@@ -130,10 +133,15 @@ class LLMClient:
         *,
         schema: type[BaseModel] | None = None,
         system: str | None = None,
+        stage: str | None = None,
         **overrides: Any,
     ) -> Generation:
         request = self._request(prompt, schema, system, overrides)
-        return await self._generate(request, _Batch(self._limiter()))
+        started = time.perf_counter()
+        gen = await self._generate(request, _Batch(self._limiter()))
+        if stage:
+            self._record(stage, [gen], time.perf_counter() - started)
+        return gen
 
     def generate_many(
         self,
@@ -142,12 +150,15 @@ class LLMClient:
         schema: type[BaseModel] | None = None,
         desc: str | Progress | None = None,
         system: str | None = None,
+        stage: str | None = None,
         **overrides: Any,
     ) -> list[Generation]:
         """Many calls, `settings.concurrency` in flight, results in input order; a failing item
         becomes a failed `Generation`, it never raises. Bad arguments raise before any call.
-        `desc`: the progress bar's label, or a `Progress` shared with other batches to advance."""
-        return _run_sync(self.agenerate_many(prompts, schema=schema, desc=desc, system=system, **overrides))
+        `desc`: the progress bar's label, or a `Progress` shared with other batches to advance.
+        `stage`: the calls' label in the usage history (default: `desc` when it is a label)."""
+        return _run_sync(self.agenerate_many(prompts, schema=schema, desc=desc, system=system, stage=stage,
+                                             **overrides))
 
     async def agenerate_many(
         self,
@@ -156,13 +167,29 @@ class LLMClient:
         schema: type[BaseModel] | None = None,
         desc: str | Progress | None = None,
         system: str | None = None,
+        stage: str | None = None,
         **overrides: Any,
     ) -> list[Generation]:
         if isinstance(prompts, str):
             raise TypeError("generate_many takes a list of prompts; for one prompt call generate()")
         requests = [self._request(p, schema, system, overrides) for p in prompts]
+        return await self._run_requests(requests, desc, stage)
+
+    def generate_stage(
+        self, items: Sequence[StageItem], *, desc: str | Progress | None = None, stage: str | None = None
+    ) -> list[Generation]:
+        """Calls that each carry their own (prompt, schema, system, options), in input order, as
+        `generate_many` runs them; with `batch: true` all of them go out as one provider batch."""
+        requests = [self._request(prompt, schema, system, dict(options)) for prompt, schema, system, options in items]
+        return _run_sync(self._run_requests(requests, desc, stage))
+
+    async def _run_requests(
+        self, requests: list[_Request], desc: str | Progress | None, stage: str | None
+    ) -> list[Generation]:
+        label = stage or (desc if isinstance(desc, str) else None)
         if self.settings.batch and requests and all(r.mock_response is None for r in requests):
-            return await self._generate_as_batch(requests, desc or self.settings.model)
+            shared = desc if isinstance(desc, Progress) else None
+            return await self._generate_as_batch(requests, label or self.settings.model, shared)
         batch = _Batch(self._limiter())
         batch.limiter.new_batch()
         results: list[Generation | None] = [None] * len(requests)
@@ -180,11 +207,13 @@ class LLMClient:
 
             await asyncio.gather(*(one(i, r) for i, r in enumerate(requests)))
         done = [r for r in results if r is not None]
-        if isinstance(desc, str):
-            self._record(desc, done, time.perf_counter() - started)
+        if label:
+            self._record(label, done, time.perf_counter() - started)
         return done
 
-    async def _generate_as_batch(self, requests: list[_Request], desc: str) -> list[Generation]:
+    async def _generate_as_batch(
+        self, requests: list[_Request], desc: str, progress: Progress | None = None
+    ) -> list[Generation]:
         """The requests not in the cache as one provider batch (ragwatch/llm/batch.py); lines the batch
         failed, or whose reply does not fit the schema, are retried online."""
         from ragwatch.llm.batch import BatchJob, BatchPending, BatchReply
@@ -219,7 +248,7 @@ class LLMClient:
                 lines.append(job.line(key, request.messages, request.params))
             pending = False
             try:
-                replies = await job.run(lines) if lines else {}
+                replies = await job.run(lines, progress) if lines else {}
             except BatchPending as exc:
                 pending = True
                 replies = {ln.key: BatchReply(None, str(exc)) for ln in lines}

@@ -106,8 +106,9 @@ def test_a_killed_batch_run_resumes_without_resubmitting(server, tmp_path):
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + 60
-        while not server.batches and time.monotonic() < deadline and process.poll() is None:
-            time.sleep(0.1)
+        records = tmp_path / "cache" / "batches"
+        while not list(records.glob("*.json")) and time.monotonic() < deadline and process.poll() is None:
+            time.sleep(0.05)  # killed once the batch is submitted and its id stored, while it waits
         assert server.batches, "the child never submitted its batch"
     finally:
         process.kill()
@@ -123,3 +124,19 @@ def test_a_killed_batch_run_resumes_without_resubmitting(server, tmp_path):
 def test_batch_is_refused_for_a_local_model():
     with pytest.raises(ValueError, match="batch: true needs a provider with a batch API"):
         LLMSettings(model="local/smollm2-135m-instruct", batch=True)
+
+
+def test_a_judge_stage_with_several_schemas_is_one_batch(server, tmp_path):
+    """Faithfulness verifies 1, 2 or 3 statements per item (three reply schemas): one batch file."""
+    samples, answers = items()
+    text = [" ".join(f"Step {i} does part {j} of the work." for j in range(1 + i % 3)) for i in range(N)]
+    answers = [a.model_copy(update={"answer": text[i]}) for i, a in enumerate(answers)]
+    results = {}
+    for name, batch in (("online", False), ("batch", True)):
+        llm_settings = settings(server, tmp_path / name, batch=batch)
+        config = JudgesConfig(enabled=["faithfulness"], llm=llm_settings,
+                              faithfulness={"statements": "sentences"})
+        results[name] = run_judges(build_judges(config, LLMClient(llm_settings)), samples, answers)["faithfulness"]
+    assert len(server.batches) == 1 and server.batch_lines == N
+    assert [it.score for it in results["batch"].items] == [it.score for it in results["online"].items]
+    assert all(it.ok for it in results["batch"].items)
