@@ -140,3 +140,38 @@ def test_a_judge_stage_with_several_schemas_is_one_batch(server, tmp_path):
     assert len(server.batches) == 1 and server.batch_lines == N
     assert [it.score for it in results["batch"].items] == [it.score for it in results["online"].items]
     assert all(it.ok for it in results["batch"].items)
+
+
+def test_the_fake_batch_api_through_litellm(server):
+    """create_file, create_batch, retrieve_batch, cancel_batch and file_content against the fake server."""
+    import litellm
+
+    server.batch_delay_s = 30.0
+    auth = {"custom_llm_provider": "openai", "api_base": server.base_url, "api_key": "x"}
+    line = {"custom_id": "k0", "method": "POST", "url": "/v1/chat/completions",
+            "body": {"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "hello"}]}}
+    uploaded = litellm.create_file(file=("b.jsonl", (json.dumps(line) + "\n").encode()), purpose="batch", **auth)
+    batch = litellm.create_batch(completion_window="24h", endpoint="/v1/chat/completions",
+                                 input_file_id=uploaded.id, **auth)
+    assert litellm.retrieve_batch(batch_id=batch.id, **auth).status == "in_progress"
+    assert litellm.cancel_batch(batch_id=batch.id, **auth).status == "cancelled"
+    server.batch_delay_s = 0.0
+    quick = litellm.create_batch(completion_window="24h", endpoint="/v1/chat/completions",
+                                 input_file_id=uploaded.id, **auth)
+    done = litellm.retrieve_batch(batch_id=quick.id, **auth)
+    assert done.status == "completed" and done.request_counts.completed == 1
+    reply = json.loads(litellm.file_content(file_id=done.output_file_id, **auth).content)
+    assert reply["custom_id"] == "k0" and reply["response"]["status_code"] == 200
+
+
+def test_a_cancelled_batch_is_submitted_anew(server, tmp_path):
+    import litellm
+
+    server.batch_delay_s = 30.0
+    first, _ = judge(settings(server, tmp_path / "cache", batch=True, batch_timeout_s=0.2))
+    assert not any(it.ok for it in first.items)
+    (batch_id,) = server.batches
+    litellm.cancel_batch(batch_id=batch_id, custom_llm_provider="openai", api_base=server.base_url, api_key="x")
+    server.batch_delay_s = 0.0
+    second, _ = judge(settings(server, tmp_path / "cache", batch=True))
+    assert all(it.ok for it in second.items) and len(server.batches) == 2
