@@ -68,8 +68,9 @@ def estimate_pipeline(
     if "evaluate" in stages:
         _evaluate(config, chunks or [], samples, roles, estimate)
     for dry, settings in roles.clients:
-        estimate.rows += [estimate_row(count, settings) for count in dry.stages.values()]
-        spend = sum(estimate_row(c, settings).cost_usd for c in dry.stages.values())
+        rows = [estimate_row(count, settings) for count in dry.stages.values()]
+        estimate.rows += rows
+        spend = sum(r.cost_usd for r in rows)
         if settings.budget_usd is not None and spend > settings.budget_usd:
             estimate.notes.append(f"{dry.role}: budget_usd ${settings.budget_usd:g} is below the estimate "
                                   f"(${spend:.4f}): the run stops that role's calls at the budget")
@@ -78,6 +79,7 @@ def estimate_pipeline(
                                   "provider's window (up to 24 h; wall shows the last batch of the stage, if any)")
         if not is_priced(settings.model):
             estimate.notes.append(f"{settings.model}: not in litellm's price map, counted as $0")
+    estimate.notes = list(dict.fromkeys(estimate.notes))
     estimate.seconds = time.perf_counter() - started
     return estimate
 
