@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from ragwatch.llm.backend import load_litellm
+from ragwatch.llm.retry import describe
 from ragwatch.llm.types import LLMSettings
 from ragwatch.progress import Progress
 
@@ -115,7 +116,8 @@ class BatchJob:
             batch_id = json.loads(state.read_text(encoding="utf-8"))["batch_id"]
             batch = await self._call("retrieve_batch", batch_id=batch_id)
         except Exception as exc:  # gone at the provider: submit anew
-            log.info("%s: stored batch not retrievable (%s); submitting a new one", self.desc, exc)
+            log.info("%s: stored batch not retrievable (%s); submitting a new one", self.desc,
+                     describe(exc, self.auth.get("api_key")))
             return None
         if batch.status in ("failed", "expired", "cancelled"):
             return None
