@@ -39,7 +39,8 @@ class StageCount:
     cached: int = 0
     prompt_tokens: int = 0
     completion_tokens: float = 0.0
-    reply_basis: str = "max_tokens"  # or "history"
+    reply_basis: str = "max_tokens"  # or "history", "history of another model"
+    reply_tokens: float | None = None  # per call, from the history
     latency_s: float | None = None  # per call, from the history
     batch_wall_s: float | None = None  # the stage's last batch, from the history
 
@@ -78,7 +79,10 @@ class DryClient(LLMClient):
             count = self.stages[stage] = StageCount(self.role, stage, self.settings.model)
             seen = typical(self.history, self.settings.model, stage)
             if seen is not None:
-                count.reply_basis, count.latency_s = "history", seen.latency_s
+                count.reply_basis, count.reply_tokens = "history", seen.completion_tokens
+                count.latency_s = seen.latency_s
+            elif (other := typical(self.history, None, stage)) is not None:  # same prompts, another model
+                count.reply_basis, count.reply_tokens = "history of another model", other.completion_tokens
             batches = [r for r in self.history if r.batch and r.model == self.settings.model and r.stage == stage]
             if batches:
                 count.batch_wall_s = batches[-1].wall_s
@@ -89,9 +93,8 @@ class DryClient(LLMClient):
             count.cached += 1
             return cached
         max_tokens = float(request.params.get("max_tokens") or self.settings.max_tokens)
-        seen = typical(self.history, self.settings.model, stage) if count.reply_basis == "history" else None
         count.prompt_tokens += count_tokens(self.settings.model, request.messages)
-        count.completion_tokens += min(seen.completion_tokens, max_tokens) if seen else max_tokens
+        count.completion_tokens += min(count.reply_tokens, max_tokens) if count.reply_tokens is not None else max_tokens
         return _placeholder_generation(self.settings.model, request.schema)
 
 

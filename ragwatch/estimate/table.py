@@ -105,7 +105,8 @@ def format_estimate(estimate: Estimate) -> str:
     lines = [f"Estimate for `{estimate.pipeline}` (no LLM call made; {estimate.seconds:.1f} s)", head,
              "-" * len(head)]
     for r in estimate.rows:
-        out = f"{r.completion_tokens}{'*' if r.reply_basis == 'max_tokens' and r.calls else ''}"
+        mark = {"max_tokens": "*", "history of another model": "~"}.get(r.reply_basis, "") if r.calls else ""
+        out = f"{r.completion_tokens}{mark}"
         stage = r.stage + (" [batch]" if r.batch else "")
         lines.append(f"{r.role[:18]:<18} {stage[:34]:<34} {r.model[:26]:<26} {r.calls:>6} {r.cached:>6} "
                      f"{r.prompt_tokens:>9} {out:>8} {_money(r.cost_usd, r.priced):>10} {_duration(r.wall_s):>8}")
@@ -122,6 +123,8 @@ def format_estimate(estimate: Estimate) -> str:
                  f"{_duration(estimate.wall_s):>8}")
     if any(r.reply_basis == "max_tokens" and r.calls for r in estimate.rows):
         lines.append("* reply tokens at max_tokens (no run history for that stage yet): an upper bound")
+    if any(r.reply_basis == "history of another model" and r.calls for r in estimate.rows):
+        lines.append("~ reply tokens from another model's run of that stage (none of this model yet)")
     lines += [f"note: {n}" for n in estimate.notes]
     return "\n".join(lines)
 

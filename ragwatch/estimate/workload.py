@@ -234,7 +234,8 @@ def _evaluate(config: FullConfig, chunks: list[Chunk], samples: list[EvalSample]
         own = {s.question: s.reference_contexts[0] for s in samples if s.reference_contexts}
         rag = BuiltinRAG(_SampledIndex(chunks, own), _NoEmbedder(), generator, system.rag)  # type: ignore[arg-type]
         answers = rag.answer_many([s.question for s in samples]) if samples else []
-        seen = typical(roles.history, system.generator.model, "rag answers")
+        seen = typical(roles.history, system.generator.model, "rag answers") or typical(roles.history, None,
+                                                                                       "rag answers")
         length = seen.completion_tokens if seen else system.generator.max_tokens
         answers = [a.model_copy(update={"answer": _answer_text(length)}) for a in answers]
         if evaluate.e2e.enabled and evaluate.e2e.tables:

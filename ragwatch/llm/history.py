@@ -95,17 +95,21 @@ class Typical(BaseModel):
 
     completion_tokens: float
     prompt_tokens: float
-    latency_s: float
+    latency_s: float | None  # online calls only (a batch's calls wait in the provider's queue)
     calls: int
 
 
-def typical(records: Iterable[StageRecord], model: str, stage: str, last: int = 3) -> Typical | None:
-    """Mean reply tokens, prompt tokens and latency per call over the `last` records that sent calls."""
-    sent = [r for r in records if r.model == model and r.stage == stage and r.calls > 0 and not r.batch]
+def typical(records: Iterable[StageRecord], model: str | None, stage: str, last: int = 3) -> Typical | None:
+    """Mean reply tokens, prompt tokens and latency per call over the `last` records that sent calls;
+    `model=None`: of any model (the same prompts' reply lengths under another model)."""
+    sent = [r for r in records if (model is None or r.model == model) and r.stage == stage and r.calls > 0]
     sent = sent[-last:]
     calls = sum(r.calls for r in sent)
     if not calls:
         return None
+    online = [r for r in sent if not r.batch]
+    online_calls = sum(r.calls for r in online)
     return Typical(completion_tokens=sum(r.completion_tokens for r in sent) / calls,
                    prompt_tokens=sum(r.prompt_tokens for r in sent) / calls,
-                   latency_s=sum(r.latency_s for r in sent) / calls, calls=calls)
+                   latency_s=sum(r.latency_s for r in online) / online_calls if online_calls else None,
+                   calls=calls)

@@ -156,3 +156,15 @@ def test_batch_roles_are_priced_at_the_batch_rate(tmp_path, no_network):
     assert judge_batch.batch and judge_batch.prompt_tokens == judge_online.prompt_tokens
     assert judge_batch.cost_usd == pytest.approx(judge_online.cost_usd / 2)
     assert "[batch]" in format_estimate(batch)
+
+
+def test_reply_lengths_come_from_another_models_history_when_this_one_has_none():
+    from ragwatch.llm.history import StageRecord
+
+    other = StageRecord(time=0, model="local/qwen2.5-0.5b-instruct", stage="rag answers", requests=4, calls=4,
+                        prompt_tokens=2000, completion_tokens=120)
+    dry = DryClient(LLMSettings(model="gpt-4o-mini", max_tokens=500), role="generator", history=[other])
+    dry.generate_many(["q1", "q2"], desc="rag answers")
+    count = dry.stages["rag answers"]
+    assert count.reply_basis == "history of another model" and count.completion_tokens == 2 * 30
+    assert count.latency_s is None  # a local model's latency says nothing about a hosted one
