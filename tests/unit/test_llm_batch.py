@@ -175,3 +175,15 @@ def test_a_cancelled_batch_is_submitted_anew(server, tmp_path):
     server.batch_delay_s = 0.0
     second, _ = judge(settings(server, tmp_path / "cache", batch=True))
     assert all(it.ok for it in second.items) and len(server.batches) == 2
+
+
+def test_a_budget_limits_what_goes_into_the_batch(server, tmp_path):
+    from ragwatch.llm.pricing import call_cost, count_tokens
+
+    prompt = count_tokens("gpt-4o-mini", [{"role": "user", "content": "The judge reads this. " * 40}])
+    budget = 3.5 * call_cost("gpt-4o-mini", prompt, 300, batch=True)  # about three projections at batch prices
+    result, llm = judge(settings(server, tmp_path / "cache", batch=True, budget_usd=budget))
+    failed = [it for it in result.items if not it.ok]
+    assert failed and len(failed) < N
+    assert all("budget of $" in it.error for it in failed)
+    assert server.batch_lines == N - len(failed) and llm.usage.cost_usd <= budget
