@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import sys
 import traceback
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from zenml_env import PROJECT_ROOT, configure_environment, ensure_repository
@@ -72,6 +73,8 @@ def build_parser() -> argparse.ArgumentParser:
                                                 "balanced accuracy, F1 and Cohen's kappa with intervals.")
     _add_config(calibrate, "configs/calibrate.yaml")
     calibrate.add_argument("--limit", type=int, help="evaluate at most this many items")
+    calibrate.add_argument("--dataset", help="a labelled JSONL/CSV file instead of the config's dataset "
+                           "(e.g. data/judge_dev/rag_statements/calibrate.jsonl)")
     calibrate.add_argument("--labels", action="store_true", help="measure the judges of an evaluation run "
                                                                   "against your human_labels (review import)")
     calibrate.add_argument("--run", help="with --labels: run name or id (default: the last evaluation run)")
@@ -185,13 +188,15 @@ def cmd_compare(runs: list[str], config: str) -> int:
     return 0
 
 
-def cmd_calibrate(config: str, limit: int | None, write: bool = False) -> int:
+def cmd_calibrate(config: str, limit: int | None, write: bool = False, dataset: str | None = None) -> int:
     from ragwatch.calibration import CalibrationSettings, run_calibration
     from ragwatch.config_loader import load_config
 
     settings = load_config(config, CalibrationSettings, path_keys=("dataset",))
     if limit is not None:
         settings = settings.model_copy(update={"limit": limit})
+    if dataset is not None:
+        settings = settings.model_copy(update={"dataset": str(Path(dataset).expanduser().resolve())})
     report = run_calibration(settings)
     print(report.to_markdown())
     if write:
@@ -296,7 +301,7 @@ def main(argv: list[str] | None = None) -> int:
             print(calibrate_on_labels(args.run))
             return 0
         if args.command == "calibrate":
-            return cmd_calibrate(args.config, args.limit, args.write_threshold)
+            return cmd_calibrate(args.config, args.limit, args.write_threshold, args.dataset)
         if args.command == "review":
             return cmd_review(args)
         if args.command == "schedule":

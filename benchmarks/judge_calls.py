@@ -37,6 +37,7 @@ os.environ.setdefault("RAGWATCH_CACHE_DIR", tempfile.mkdtemp(prefix="ragwatch-be
 
 from ragwatch.judges.faithfulness import FaithfulnessJudge  # noqa: E402
 from ragwatch.llm import LLMClient, LLMSettings  # noqa: E402
+from ragwatch.statements import statement_verdicts  # noqa: E402
 from ragwatch.types import EvalSample, RagAnswer, RetrievedContext  # noqa: E402
 from tests.fake_llm_server import FakeLLMServer, last_user_text  # noqa: E402
 
@@ -108,7 +109,7 @@ def run(mode: str, samples: list[EvalSample], answers: list[RagAnswer], cost: Co
             "calls": server.calls,
             "wall": wall,
             "failed": result.n_failed,
-            "verdicts": [it.details.get("statement_scores") for it in result.items],
+            "verdicts": [[v.verdict for v in statement_verdicts(it.details)] for it in result.items],
             "score": result.score,
         }
 

@@ -194,7 +194,14 @@ def main(argv: list[str] | None = None) -> int:
                         help="auto: faithfulness verification with contexts, the support judge without")
     parser.add_argument("--threads", type=int, help="llama.cpp threads of local models (default: the provider's)")
     parser.add_argument("--out", type=Path, help="per-item JSON results; items already there are not judged again")
+    parser.add_argument("--rag", type=Path, help="labelled RAG answer statements (statements.jsonl): the verifier "
+                        "candidates and their fitted combination, cross-fitted by answer, beside --qags")
+    parser.add_argument("--candidates", nargs="+", default=["windows", "evidence4"],
+                        help="verifiers compared with --rag: windows (all contexts), evidence<k> (k best sentences)")
+    parser.add_argument("--rag-answers", type=int, help="only the first N answers of --rag (a side-by-side timing)")
     args = parser.parse_args(argv)
+    if args.rag:
+        return compare_candidates(args)
 
     sets = load_sets(args)
     if args.threads:  # on a loaded machine one thread wastes less time waiting for the other
@@ -224,6 +231,56 @@ def main(argv: list[str] | None = None) -> int:
     print(table([summarize(model, name, store[f"{model} | {name} | {args.judge}"], seed=args.seed, judge=args.judge)
                  for name in sets for model in args.models]))
     return 0
+
+
+def compare_candidates(args: argparse.Namespace) -> int:
+    """Each candidate verifier on the RAG statements (and QAGS claims): judge alone, lexical, combined."""
+    from rag_statements import fit_report, judge_answers, load_statements, qags_answers
+
+    sets = {"rag": load_statements(args.rag)[: args.rag_answers]}
+    if args.qags:
+        sets["qags"] = qags_answers(balanced_order(load_calibration_set(args.qags), args.n_qags, args.seed))
+    if args.threads:
+        from ragwatch.llm import local
+
+        local.N_THREADS = args.threads
+    store: dict[str, list[dict[str, Any]]] = (
+        json.loads(args.out.read_text()) if args.out and args.out.is_file() else {})
+
+    def save() -> None:
+        if args.out:
+            args.out.parent.mkdir(parents=True, exist_ok=True)
+            args.out.write_text(json.dumps(store, indent=1))
+
+    rows = []
+    for model in args.models:
+        llm = LLMClient(LLMSettings(model=model, max_tokens=args.max_tokens, cache=True, concurrency=1,
+                                    timeout_s=1800))
+        for candidate in args.candidates:
+            for name, answers in sets.items():
+                key = f"{model} | {name} | {candidate}"
+                records = store.setdefault(key, [])
+                print(f"{key}: {len(answers)} answers ...", file=sys.stderr, flush=True)
+                judge_answers(llm, candidate, answers, records, save)
+                rows.append((key, fit_report(records, seed=args.seed)))
+                print(candidate_table(rows[-1:]), file=sys.stderr, flush=True)
+        if model.startswith("local/"):
+            from ragwatch.llm import local
+
+            local.close_all()
+    print(candidate_table(rows))
+    return 0
+
+
+def candidate_table(rows: list[tuple[str, dict[str, Any]]]) -> str:
+    lines = ["| model / set / verifier | statements (failed) | judge alone: AUC / bal. acc. / kappa | lexical alone "
+             "| judge + lexical (fitted) | s/answer | prompt tok/answer |", "|---|---|---|---|---|---|---|"]
+    for key, r in rows:
+        cells = [" / ".join(_ci(r[part][m]) for m in ("auc", "balanced_accuracy", "kappa"))
+                 for part in ("judge", "lexical", "combined")]
+        lines.append(f"| {key.removeprefix('local/')} | {r['n_statements']} ({r['n_failed']}) | {cells[0]} "
+                     f"| {cells[1]} | {cells[2]} | {r['s_per_answer']:.1f} | {r['prompt_tokens_per_answer']:.0f} |")
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":

@@ -284,13 +284,15 @@ class Bench:
         verdicts = same_items = statements = 0
         p_diffs: list[float] = []
         for a, b in zip(old, new, strict=True):
-            da, db = a.details, b.details
-            same_items += da.get("reasons") == db.get("reasons") and a.score == b.score
-            for x, y in zip(da.get("statement_scores", []), db.get("statement_scores", []), strict=False):
+            from ragwatch.statements import statement_verdicts
+
+            va, vb = statement_verdicts(a.details), statement_verdicts(b.details)
+            same_items += [v.reason for v in va] == [v.reason for v in vb] and a.score == b.score
+            for x, y in zip(va, vb, strict=False):
                 statements += 1
-                verdicts += x == y
-            p_diffs += [abs(x - y) for x, y in zip(da.get("statement_yes_probabilities", []),
-                                                   db.get("statement_yes_probabilities", []), strict=False)]
+                verdicts += x.verdict == y.verdict
+                if x.p_supported is not None and y.p_supported is not None:
+                    p_diffs.append(abs(x.p_supported - y.p_supported))
         return [f"identical judge replies (reasons and score) {same_items}/{len(old)} items",
                 f"identical verdicts at the cut-off {verdicts}/{statements} statements",
                 f"P(supported) |diff|: max {max(p_diffs, default=0):.3f}, "

@@ -33,6 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from ragwatch.results import ItemScore, MetricInfo, MetricResult
 from ragwatch.review_session import LabelLog, ReviewSession
 from ragwatch.review_web import ReviewApp, attach, make_server
+from ragwatch.statements import StatementVerdict
 
 NEXT_ITEM = "head => document.querySelector('#item-head b').textContent.startsWith(head)"
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
@@ -51,9 +52,11 @@ def synthetic_run(n: int) -> tuple[list[dict], dict[str, MetricResult], str, str
                      "answer": answer, "contexts": [passage] * 3, "context_sources": ["a.md", "b.md", "c.md"],
                      "reference_answer": ""})
         marks = [1, 1, i % 2]
+        statements = re.split(r"(?<=\.) ", answer)
         faith.append(ItemScore(item_id=f"q{i}", score=sum(marks) / 3, details={
-            "statements": re.split(r"(?<=\.) ", answer), "statement_scores": marks, "reasons": ["..."] * 3,
-            "statement_windows": [1, 1, 1]}))
+            "statements": statements, "verdicts": [
+                StatementVerdict(statement=s, verdict=bool(m), reason="...", window=1).model_dump()
+                for s, m in zip(statements, marks, strict=True)]}))
     judged = {"faithfulness": MetricResult.from_items("faithfulness", faith, info=MetricInfo(
         prompt_version="faithfulness-v4", family="judge"))}
     return rows, judged, "synthetic", "synthetic"

@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Literal
 from pydantic import BaseModel, Field
 
 from ragwatch.fmt import fmt_num
-from ragwatch.results import MetricResult
+from ragwatch.results import JudgeAgreement, MetricResult
 from ragwatch.stats import paired_diff_interval, unpaired_diff_interval
 from ragwatch.thresholds import GateThresholds
 
@@ -80,6 +80,7 @@ class MetricComparison(BaseModel):
     labelled_low: float | None = None
     labelled_high: float | None = None
     constant_value: float | None = None  # set when the new run's scores are all this one value (a judge)
+    agreement: JudgeAgreement | None = None  # the new run's judge's measured agreement (MetricInfo.agreement)
 
     @property
     def n_compared(self) -> int:
@@ -174,6 +175,7 @@ def _one_sided(name: str, result: MetricResult, verdict: Verdict, thresholds: Ga
         gated=thresholds.is_gated(name),
         verdict=verdict,
         constant_value=result.constant_value() if added else None,
+        agreement=result.info.agreement if added else None,
     )
 
 
@@ -195,6 +197,7 @@ def _compare_metric(name: str, new: MetricResult, old: MetricResult, thresholds:
         higher_is_better=new.info.higher_is_better,
         allowed_drop=thresholds.allowed_drop(name), gated=thresholds.is_gated(name), verdict="inconclusive",
         constant_value=new.constant_value(),
+        agreement=new.info.agreement,
     )
     new_scores, old_scores = _scored(new), _scored(old)
     if new_scores is None or old_scores is None:

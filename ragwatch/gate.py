@@ -65,12 +65,16 @@ def gate_decision(comparison: Comparison | None, thresholds: GateThresholds | No
     reasons: list[str] = []
     held: list[str] = []
     flags: list[str] = []
+    opinions: list[str] = []
     for r in comparison.rows:
         if r.constant_value is not None:
             flags.append(_constant_flag(r))
         if r.verdict == "not_comparable" and r.n_new > 0:
             flags.append(f"{r.metric}: {r.note}")
         if not thresholds.is_gated(r.metric):
+            continue
+        if (below := _below_agreement_bar(r, thresholds)) is not None:
+            opinions.append(below)
             continue
         diff, low, high = r.decided_interval
         basis = " from human labels (prediction-powered)" if r.basis == "labelled" else ""
@@ -97,15 +101,31 @@ def gate_decision(comparison: Comparison | None, thresholds: GateThresholds | No
             reasons.append(f"gated metric {pattern!r} matches no metric in either run; "
                            f"check gated_metrics in the config (have {[r.metric for r in comparison.rows]})")
     if reasons:
-        return GateDecision(promote=False, reasons=reasons + held, status="regressed", flags=flags)
+        return GateDecision(promote=False, reasons=reasons + held + opinions, status="regressed", flags=flags)
     if held:
         advice = ("add questions to the evaluation set, or set gate.inconclusive: promote to accept "
                   "undecided metrics")
-        return GateDecision(promote=False, reasons=[*held, advice], status="hold", flags=flags)
+        return GateDecision(promote=False, reasons=[*held, advice, *opinions], status="hold", flags=flags)
     counts = comparison.counts()
     summary = ", ".join(f"{v} {k}" for k, v in sorted(counts.items()))
     reason = f"no gated metric regressed vs {comparison.old_label} ({summary})"
-    return GateDecision(promote=True, reasons=[reason], status="promote", flags=flags)
+    return GateDecision(promote=True, reasons=[reason, *opinions], status="promote", flags=flags)
+
+
+def _below_agreement_bar(row: MetricComparison, thresholds: GateThresholds) -> str | None:
+    """Why a judged metric is shown but not gated: its measured agreement is below the team's bar.
+
+    Human labels on both runs (the prediction-powered interval decides) correct the judge's bias,
+    so then it gates whatever its agreement; an unmeasured judge gates (its warning says so).
+    """
+    agreement = row.agreement
+    if agreement is None or row.basis == "labelled" or agreement.kappa >= thresholds.min_judge_kappa:
+        return None
+    diff, low, high = row.decided_interval
+    change = f" (diff {fmt_signed(diff)} [{fmt_signed(low)}, {fmt_signed(high)}])" if diff is not None else ""
+    return (f"{row.metric} is shown, not gated{change}: its judge's measured agreement, kappa "
+            f"{agreement.kappa:.2f} on {agreement.n} {agreement.data}, is below gate.min_judge_kappa "
+            f"{thresholds.min_judge_kappa:.2f}; label items (review serve) to gate on a prediction-powered estimate")
 
 
 def _holds(row: MetricComparison, thresholds: GateThresholds) -> bool:

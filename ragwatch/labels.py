@@ -47,6 +47,9 @@ class HumanLabel(BaseModel):
     line: int | None = None
     reviewer: str | None = None
     imported_at: str = ""
+    # what was labelled: the judged item's `judged_key` (answer text and statements); None for labels
+    # from before keys existed, which attach to their item id as they always did
+    judged_key: str | None = None
 
     @property
     def key(self) -> tuple[str, str]:
@@ -116,11 +119,15 @@ def labelled_estimate(result: MetricResult, labels: dict[str, HumanLabel], *, co
                       ) -> tuple[LabelledEstimate | None, str | None]:
     """The PPI++ estimate of `result` from `labels` (item id -> label), or None and the reason."""
     scored = {it.item_id: float(it.score) for it in result.items if it.ok and it.score is not None}
-    used = [labels[i] for i in scored if i in labels]
+    keys = {it.item_id: it.details.get("judged_key") for it in result.items}
+    stale = [i for i in scored if i in labels and not _same_item(labels[i], keys.get(i))]
+    used = [labels[i] for i in scored if i in labels and i not in stale]
     on_failed = sum(1 for it in result.items if not it.ok and it.item_id in labels)
     if len(used) < MIN_LABELS:
+        changed = (f"; {len(stale)} label(s) were given for an earlier answer of the same question and no "
+                   "longer apply (label the new answers)") if stale else ""
         return None, (f"{len(used)} human label(s) on this run's scored items; at least {MIN_LABELS} are "
-                      "needed (python run.py review export, then review import)")
+                      f"needed (python run.py review export, then review import){changed}")
     est = ppi_mean([lab.value for lab in used], [scored[lab.item_id] for lab in used], list(scored.values()),
                    weights=[1.0 / lab.inclusion_prob for lab in used], confidence=confidence,
                    bounds=result.info.scale)
@@ -130,12 +137,18 @@ def labelled_estimate(result: MetricResult, labels: dict[str, HumanLabel], *, co
         "judge_mean_on_labelled": sum(scored[lab.item_id] for lab in used) / len(used),
         "label_mean": sum(lab.value for lab in used) / len(used),
         "labels_on_failed_items": on_failed,
-        "labels_not_in_run": len(labels) - len(used) - on_failed,
+        "labels_of_changed_answers": len(stale),
+        "labels_not_in_run": len(labels) - len(used) - on_failed - len(stale),
         "interval": f"t interval, {est.confidence:.0%}, weighted by inclusion probability",
     }
     return LabelledEstimate(method="ppi++", score=est.estimate, ci_low=est.ci_low, ci_high=est.ci_high,
                             n_labels=est.n_labels, n_items=est.n_items,
                             labelled_only_ci=est.labelled_only_ci, details=details), None
+
+
+def _same_item(label: HumanLabel, judged_key: Any) -> bool:
+    """A label applies to an item when it was given for the same answer (and statements), or is keyless."""
+    return label.judged_key is None or judged_key is None or label.judged_key == judged_key
 
 
 def attach_labelled(metrics: dict[str, MetricResult], labels: HumanLabels | None, *, confidence: float = 0.95

@@ -25,13 +25,37 @@ Direction = Literal["higher", "lower"]
 Family = Literal["retrieval", "system", "e2e", "judge", "other"]
 
 
+class JudgeAgreement(BaseModel):
+    """A judge's measured agreement with labels of the kind it scores: what its figures can be trusted for.
+
+    `data` says what was labelled (e.g. "statements of RAG answers over the ZenML docs sample") and
+    `labels` by whom ("reference labels: two careful readings by a strong LLM annotator", or human
+    labels); intervals are 95% bootstrap intervals over `n` labelled statements or items; the verdicts
+    scored are the shipped ones (the model's cut-off), fitted parts cross-fitted.
+    """
+
+    kappa: float
+    kappa_ci: tuple[float, float]
+    balanced_accuracy: float
+    balanced_accuracy_ci: tuple[float, float]
+    n: int
+    data: str
+    labels: str
+
+    def describe(self) -> str:
+        return (f"Cohen's kappa {self.kappa:.2f} [{self.kappa_ci[0]:.2f}, {self.kappa_ci[1]:.2f}], balanced "
+                f"accuracy {self.balanced_accuracy:.2f} [{self.balanced_accuracy_ci[0]:.2f}, "
+                f"{self.balanced_accuracy_ci[1]:.2f}] on {self.n} {self.data} ({self.labels})")
+
+
 class MetricInfo(BaseModel):
     """What a metric is and means: the typed facts that the gate, compare, report and printout read.
 
     Identity is set where the metric is made, so that no consumer parses a metric's name: `family`
     (who made it), `measure` (e.g. "hit_rate", without mode or k), `mode` (the retrieval mode),
     `k` (the cut-off: the ranking depth of an at-k measure, the system's own top_k) and
-    `judge_model` (the model behind an LLM judge's scores).
+    `judge_model` (the model behind an LLM judge's scores) and `agreement` (how far its verdicts agree
+    with labelled data of the kind it scores, when measured).
     `scale` bounds an item's score ((0, 1) for rates and pass/fail, (1, 5) for Likert judges,
     None when unbounded, e.g. perplexity); `binary` says item scores are 0/1, which selects the
     interval (a proportion's vs a bounded mean's). `threshold` is the pass cut-off on the item score
@@ -53,6 +77,7 @@ class MetricInfo(BaseModel):
     mode: str | None = None
     k: int | None = None
     judge_model: str | None = None
+    agreement: JudgeAgreement | None = None  # a judge's measured agreement on labelled data of its kind
 
     @property
     def higher_is_better(self) -> bool:

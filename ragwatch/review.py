@@ -225,6 +225,7 @@ def validate_labels(
     item ids and each metric's scale. A duplicate (same item and metric twice) keeps the first.
     """
     known_items = {it.item_id for m in metrics.values() for it in m.items}
+    judged_keys = {(name, it.item_id): it.details.get("judged_key") for name, m in metrics.items() for it in m.items}
     labels: list[HumanLabel] = []
     problems: list[LabelProblem] = []
     seen: dict[tuple[str, str], int] = {}
@@ -275,6 +276,6 @@ def validate_labels(
             labels.append(HumanLabel(
                 item_id=item_id, metric=metric, value=value, stratum=str(row.get("stratum") or "all"),
                 inclusion_prob=prob, source_run=str(row.get("run_id") or "") or None, source=source, line=line,
-                reviewer=str(row.get("reviewer") or "") or None,
+                reviewer=str(row.get("reviewer") or "") or None, judged_key=judged_keys.get((metric, item_id)),
             ))
     return labels, problems

@@ -43,6 +43,7 @@ from pydantic import BaseModel, Field
 from ragwatch.labels import MIN_LABELS, HumanLabel, labelled_estimate
 from ragwatch.results import MetricInfo, MetricResult
 from ragwatch.review import LABEL_PREFIX, LabelProblem, ReviewSample, review_sample, validate_labels
+from ragwatch.statements import statement_verdicts
 
 TaskKind = Literal["statements", "binary", "scale"]
 EventKind = Literal["session", "label", "undo", "skip"]
@@ -126,7 +127,7 @@ def task_kind(result: MetricResult, details: dict[str, Any]) -> TaskKind:
     if info.scale is None:
         raise ValueError(f"{result.name} has no bounded scale to label on a page; use `review export`")
     low, high = info.scale
-    if (low, high) == (0.0, 1.0) and details.get("statements") and "statement_scores" in details:
+    if (low, high) == (0.0, 1.0) and details.get("statements") and details.get("verdicts"):
         return "statements"
     if info.binary or (low, high) == (0.0, 1.0):
         return "binary"
@@ -247,30 +248,39 @@ def _verdict_text(score: float, info: MetricInfo, kind: TaskKind) -> str:
 
 def _statement_judge(score: float, details: dict[str, Any], passages: list[str],
                      run_details: dict[str, Any]) -> JudgeView:
-    verdicts = list(details.get("statement_scores") or [])
-    reasons = list(details.get("reasons") or [])
-    windows_of = list(details.get("statement_windows") or [])
-    probs = list(details.get("statement_yes_probabilities") or [])
+    """The judge's view of each statement, read from its typed verdicts; the pointer is the first
+    sentence it cited (evidence verification), else the closest sentence in the window that decided."""
+    verdicts = statement_verdicts(details)
     max_chars = int(run_details.get("max_context_tokens") or 1500) * 4  # the judge's own window size
     windows = judge_windows(passages, max_chars) if passages else []
     out = []
-    for k, statement in enumerate(details.get("statements") or []):
-        reason = str(reasons[k]) if k < len(reasons) else ""
-        w = windows_of[k] if k < len(windows_of) and windows_of[k] else None
-        spans = windows[w - 1] if w is not None and 0 < w <= len(windows) else [
-            span for window in windows for span in window]
-        found = closest_sentences(spans, passages, str(statement), reason)
-        pointer = found[0].model_copy(update={"window": w, "window_passages": sorted({p for p, _, _ in spans})}
-                                      ) if found else None
-        out.append(StatementJudge(
-            supported=bool(verdicts[k]) if k < len(verdicts) and verdicts[k] is not None else None,
-            p_supported=float(probs[k]) if k < len(probs) and probs[k] is not None else None,
-            reason=reason, pointer=pointer))
+    for v in verdicts:
+        pointer = _cited_pointer(passages, v.evidence_text)
+        if pointer is None:
+            w = v.window
+            spans = windows[w - 1] if w is not None and 0 < w <= len(windows) else [
+                span for window in windows for span in window]
+            found = closest_sentences(spans, passages, v.statement, v.reason)
+            pointer = found[0].model_copy(update={"window": w, "window_passages": sorted({p for p, _, _ in spans})}
+                                          ) if found else None
+        out.append(StatementJudge(supported=v.verdict, p_supported=v.p_supported, reason=v.reason, pointer=pointer))
     supported = sum(1 for s in out if s.supported)
-    cut = run_details.get("support_threshold")
+    cuts = {v.threshold for v in verdicts if v.threshold is not None}
+    cut = cuts.pop() if len(cuts) == 1 else run_details.get("support_threshold")
+    has_probs = any(v.p_supported is not None for v in verdicts)
     return JudgeView(score=score, verdict=f"{supported} of {len(out)} statements supported ({score:.2f})",
                      reason=str(details.get("reason", "")), statements=out,
-                     support_threshold=float(cut) if cut is not None and probs else None)
+                     support_threshold=float(cut) if cut is not None and has_probs else None)
+
+
+def _cited_pointer(passages: Sequence[str], cited: Sequence[str]) -> Pointer | None:
+    """Where the first cited sentence sits in the passages (None when nothing was cited or found)."""
+    for text in cited:
+        for p, passage in enumerate(passages):
+            at = passage.find(text)
+            if at >= 0:
+                return Pointer(passage=p, start=at, end=at + len(text), window_passages=[p])
+    return None
 
 
 # --- the log ---------------------------------------------------------------------------------------

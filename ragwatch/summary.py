@@ -152,11 +152,15 @@ def judge_warnings(metrics: Mapping[str, MetricResult]) -> list[str]:
         if value is not None:
             warnings.append(f"{name}: every one of {m.n_scored} items got {value:g}; the judge measures nothing "
                             "here and does not gate.")
-        if m.labelled is None:
+        if m.labelled is None and m.info.agreement is not None:
+            warnings.append(f"{name}: no labelled items in this run; its judge (this model and prompt) was measured "
+                            f"at {m.info.agreement.describe()}.")
+        elif m.labelled is None:
             measured = m.details.get("judge_measured")
             elsewhere = f" Its judge model was measured {measured}." if measured else ""
-            warnings.append(f"{name}: agreement with human labels on this data is unknown (no labelled items): "
-                            f"treat its score as the judge's opinion, not a measurement.{elsewhere}")
+            warnings.append(f"{name}: agreement with labels of the kind it scores is unknown (no labelled items, "
+                            f"no calibration for this judge model and prompt): treat its score as the judge's "
+                            f"opinion, not a measurement.{elsewhere}")
         elif m.score is not None and not m.labelled.ci_low <= m.score <= m.labelled.ci_high:
             warnings.append(f"{name}: the judge says {m.score:.3f}, human labels say {m.labelled.score:.3f} "
                             f"[{m.labelled.ci_low:.3f}, {m.labelled.ci_high:.3f}] ({m.labelled.n_labels} labels): "

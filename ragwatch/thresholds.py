@@ -43,6 +43,8 @@ class GateThresholds(BaseModel):
     gated_metrics: list[str] | None = None  # None: every metric present in both runs
     inconclusive: InconclusiveRule = "min_n"
     min_n: int = Field(30, ge=2)
+    # a judge whose measured agreement with labels of its kind is below this kappa is shown, not gated
+    min_judge_kappa: float = Field(0.6, ge=-1.0, le=1.0)
 
     @model_validator(mode="before")
     @classmethod

@@ -34,7 +34,9 @@ class CalibrationSettings(BaseModel):
     judge: Literal["auto", "support", "faithfulness"] = "auto"
     threshold: float = Field(default=0.5, ge=0, le=1)
     use_logprobs: bool = True
-    max_statements: int = Field(default=8, ge=1, le=50)
+    # faithfulness: the labelled answer's sentences as statements, grouped into at most this many; 1 (the
+    # default) judges it as one statement, the unit its label was given for (a RAG answer statement, a claim)
+    max_statements: int = Field(default=1, ge=1, le=50)
     max_context_tokens: int = Field(default=1500, ge=50)
     llm: LLMSettings = Field(default_factory=lambda: LLMSettings(max_tokens=96))
     resamples: int = Field(default=2000, ge=100)
@@ -63,7 +65,7 @@ def build_calibration_judge(settings: CalibrationSettings, items: Sequence[Calib
                              "none; use judge: support for sets without context (e.g. HaluEval general)")
         from ragwatch.judges.faithfulness import FaithfulnessJudge
 
-        return FaithfulnessJudge(llm, max_statements=settings.max_statements,
+        return FaithfulnessJudge(llm, statements="sentences", max_statements=settings.max_statements,
                                  max_context_tokens=settings.max_context_tokens,
                                  use_logprobs=settings.use_logprobs)
     from ragwatch.judges.support import SupportJudge

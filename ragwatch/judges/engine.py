@@ -287,6 +287,14 @@ def _bug(exc: BaseException) -> Score:
     return Score(error=f"judge error: {type(exc).__name__}: {exc}")
 
 
+def judged_key(answer: str, statements: Sequence[str] | None = None) -> str:
+    """A short hash of the answer text (and its statements): what a label of the item is about."""
+    import hashlib
+
+    text = answer if statements is None else "\x1f".join([answer, *statements])
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
 def run_judge(judge: LLMJudge, samples: list[EvalSample], answers: list[RagAnswer]) -> dict[str, MetricResult]:
     """Run every item's plan, stage by stage in batches; one `MetricResult` per declared metric."""
     check_aligned(samples, answers)
@@ -297,6 +305,8 @@ def run_judge(judge: LLMJudge, samples: list[EvalSample], answers: list[RagAnswe
         except Exception as exc:
             plans[str(i)] = _bug(exc)
     outcomes, every = drive(gather(plans), judge.llm, desc=f"judge {judge.name}")
+    for i, answer in enumerate(answers):
+        _stamp_judged(outcomes[str(i)], answer)
 
     usage = usage_of(every, model_name(judge.llm))
     ids = [s.id for s in samples]
@@ -316,6 +326,14 @@ def run_judge(judge: LLMJudge, samples: list[EvalSample], answers: list[RagAnswe
         results[name] = metric_result(name, ids, scores, judge.metrics[name], usage, extra,
                                       judge_model=judge.judge_model)
     return results
+
+
+def _stamp_judged(outcome: Outcome, answer: RagAnswer) -> None:
+    """Put the key of exactly what was judged (the answer, and the statements when there are some) on
+    every score, so a human label given for it is never attached to a different answer later."""
+    for score in outcome.values() if isinstance(outcome, dict) else [outcome]:
+        statements = score.details.get("statements")
+        score.details["judged_key"] = judged_key(answer.answer, statements if isinstance(statements, list) else None)
 
 
 def _missing(metric: str) -> Score:

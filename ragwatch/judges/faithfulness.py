@@ -4,12 +4,18 @@ Stage 1 splits each answer into at most `max_statements` statements: `statements
 for standalone claims (one call per answer, as ragas does); `statements: sentences` takes the answer's
 sentences (no call; what a small local judge splits well, and the verifier is told the question so
 that "it" and "this" can be resolved). Stage 2 verifies the statements against the contexts with the
-shared claim verifier (`ragwatch.judges.verify`: batched or per statement, create-and-refine over
-context windows, never truncated).
-With logprobs, P(supported) of each statement is read at its verdict token, and the verdict is
-P(supported) >= `support_threshold` (default: the threshold the model registry declares for the judge
-model, else 0.5); without logprobs it is the greedy verdict. Item score = supported / total
-statements; `weighted_score` = mean P(supported). The per-statement reasons are in the item details.
+evidence-first verifier (`verify: evidence`, the default, `ragwatch.judges.verify_evidence`: each
+statement against its best-matching context sentences, the judge cites sentence ids before its
+verdict, a careful reader's rules overrule it, and a support model fitted on labelled RAG answer
+statements combines its P(yes) with lexical evidence), or with the window verifier (`batched` /
+`per_statement`, `ragwatch.judges.verify`: all contexts, create-and-refine over windows).
+The verdict is P(supported) >= the cut-off: `support_threshold` when set, else the calibrated one of
+the judge model and prompt version (`ragwatch.judges.calibrations`), else the model registry's, else
+0.5; without logprobs it is the greedy verdict. Item score = supported / total statements;
+`weighted_score` = mean P(supported). Every statement's verdict is one typed record,
+`StatementVerdict` (evidence, P(supported), cut-off, reason), in the item details under `verdicts`:
+read them with `statement_verdicts(details)`. The judge's measured agreement on labelled RAG answer
+statements, when its calibration has one, is on the metric's `MetricInfo.agreement`.
 
 Rules for items that cannot be scored (explicit failures, never a score of 0 by default):
 empty answer -> "empty answer: no statements to verify"; no retrieved contexts -> "no retrieved
@@ -18,7 +24,7 @@ answer"; a statement whose every verification call failed -> failure naming the 
 
 Example:
     >>> result = FaithfulnessJudge(llm, max_statements=8).evaluate(samples, answers)  # doctest: +SKIP
-    >>> result.items[0].details["statements"], result.items[0].details["reasons"]  # doctest: +SKIP
+    >>> [v.verdict for v in statement_verdicts(result.items[0].details)]  # doctest: +SKIP
 """
 
 from __future__ import annotations
@@ -31,21 +37,22 @@ from pydantic import BaseModel, Field, StringConstraints, create_model
 
 from ragwatch.chunking import split_sentences
 from ragwatch.judges.base import DATA_RULE, FewShotExample, answer_error, fence, generation_error, to_json
+from ragwatch.judges.calibrations import faithfulness_calibration
 from ragwatch.judges.engine import Call, LLMJudge, Plan, Score, mean, model_name
 from ragwatch.judges.registry import JudgeDeps, JudgeOptions, register_judge
 from ragwatch.judges.verify import (
-    CHARS_PER_TOKEN,
-    StatementVerdict,
     VerdictReply,
     Verifier,
-    VerifyMode,
     judge_support_threshold,
 )
+from ragwatch.judges.verify_evidence import EvidenceVerifier
 from ragwatch.results import MetricInfo
+from ragwatch.statements import StatementVerdict
 from ragwatch.types import EvalSample, RagAnswer
 
-PROMPT_VERSION = "faithfulness-v4"  # v4: the question in verification (judges.verify); v3: verdict first; v2: batched
+PROMPT_VERSION = "faithfulness-v5"  # v5: evidence first; v4: the question in verification; v3: verdict first
 StatementSource = Literal["llm", "sentences"]
+VerifyChoice = Literal["evidence", "batched", "per_statement"]
 MIN_STATEMENT_WORDS = 4  # shorter sentence pieces ("Use e.g.") join their neighbour
 STATEMENT_CHARS = 300
 
@@ -100,8 +107,9 @@ class FaithfulnessOptions(JudgeOptions):
     statements: StatementSource = "llm"
     max_statements: int = Field(default=8, ge=1, le=50)
     max_context_tokens: int = Field(default=1500, ge=50)
-    verify: VerifyMode = "batched"
-    # P(supported) cut-off with logprobs; None: the judge model's declared threshold, else 0.5
+    verify: VerifyChoice = "evidence"
+    sentences_per_statement: int = Field(default=4, ge=1, le=20)  # evidence: context sentences shown per statement
+    # P(supported) cut-off with logprobs; None: the judge model's calibrated cut-off, else 0.5
     support_threshold: float | None = Field(default=None, ge=0, le=1)
     few_shot: list[FewShotExample] = Field(default_factory=list)
 
@@ -116,7 +124,8 @@ class FaithfulnessJudge(LLMJudge):
         statements: StatementSource = "llm",
         max_statements: int = 8,
         max_context_tokens: int = 1500,
-        verify: VerifyMode = "batched",
+        verify: VerifyChoice = "evidence",
+        sentences_per_statement: int = 4,
         support_threshold: float | None = None,
         few_shot: Sequence[FewShotExample | dict[str, Any]] = (),
         use_logprobs: bool = False,
@@ -126,9 +135,17 @@ class FaithfulnessJudge(LLMJudge):
             raise ValueError(f"max_statements must be >= 1, got {max_statements}")
         if statements not in ("llm", "sentences"):
             raise ValueError(f"statements must be 'llm' or 'sentences', not {statements!r}")
+        if verify == "evidence" and few_shot and any("statement" in dict(FewShotExample.model_validate(x).input)
+                                                     for x in few_shot):
+            raise ValueError("verification few-shot examples ({statement, context} -> {verdict, reason}) are for "
+                             "verify: batched or per_statement; the evidence verifier takes none")
         self.statements = statements
-        self.metrics = {name: MetricInfo(scale=(0.0, 1.0), prompt_version=PROMPT_VERSION,
-                                         description="fraction of the answer's statements the contexts support")}
+        prompt_version = PROMPT_VERSION if verify == "evidence" else f"{PROMPT_VERSION}-{verify}"
+        self.calibration = faithfulness_calibration(model_name(llm), prompt_version) if use_logprobs else None
+        self.metrics = {name: MetricInfo(
+            scale=(0.0, 1.0), prompt_version=prompt_version,
+            description="fraction of the answer's statements the contexts support",
+            agreement=self.calibration.agreement if self.calibration is not None else None)}
         self.llm = llm
         self.max_statements = max_statements
         self.use_logprobs = use_logprobs
@@ -154,11 +171,23 @@ class FaithfulnessJudge(LLMJudge):
                     "{statements: [...]}, or input {statement, context} with output {verdict, reason}; "
                     f"got input keys {sorted(ex.input)}"
                 )
-        self.support_threshold = (
-            support_threshold if support_threshold is not None else judge_support_threshold(llm)
-        )
-        self.verifier = Verifier(verify=verify, max_context_tokens=max_context_tokens, use_logprobs=use_logprobs,
-                                 support_threshold=self.support_threshold, examples=examples)
+        self.verifier: Verifier | EvidenceVerifier
+        if verify == "evidence":
+            support_model = self.calibration.support_model if self.calibration is not None else None
+            self.support_threshold = (support_threshold if support_threshold is not None else
+                                      support_model.cutoff if support_model is not None else 0.5)
+            self.verifier = EvidenceVerifier(sentences_per_statement=sentences_per_statement,
+                                             use_logprobs=use_logprobs, support_model=support_model,
+                                             support_threshold=self.support_threshold)
+        else:
+            self.support_threshold = (
+                support_threshold if support_threshold is not None else judge_support_threshold(llm)
+            )
+            self.verifier = Verifier(verify=verify, max_context_tokens=max_context_tokens,
+                                     use_logprobs=use_logprobs, support_threshold=self.support_threshold,
+                                     examples=examples)
+        self.verify = verify
+        self.max_context_tokens = max_context_tokens
 
     def details(self, metric: str) -> dict[str, Any]:
         from ragwatch.llm.models import measured_agreement_of
@@ -167,9 +196,11 @@ class FaithfulnessJudge(LLMJudge):
             **super().details(metric),
             "statements_from": self.statements,
             "max_statements": self.max_statements,
-            "max_context_tokens": self.verifier.max_context_chars // CHARS_PER_TOKEN,
-            "verify": self.verifier.verify,
+            "max_context_tokens": self.max_context_tokens,
+            "verify": self.verify,
             "support_threshold": self.support_threshold if self.use_logprobs else None,
+            "support_model": (self.calibration.support_model.model_dump()
+                              if self.calibration is not None and self.verify == "evidence" else None),
             "judge_measured": measured_agreement_of(model_name(self.llm)),
         }
 
@@ -198,18 +229,17 @@ class FaithfulnessJudge(LLMJudge):
 
     def score(self, verdicts: list[StatementVerdict], n_windows: int) -> Score:
         statements = [v.statement for v in verdicts]
+        records = [v.model_dump(exclude_defaults=True) for v in verdicts]
         for k, v in enumerate(verdicts, start=1):
             if v.verdict is None:
                 return Score(
                     error=f"statement {k} ({_short(v.statement)}) could not be verified: {v.error}",
-                    details={"statements": statements},
+                    details={"statements": statements, "verdicts": records},
                 )
         scores = [int(bool(v.verdict)) for v in verdicts]
         details: dict[str, Any] = {
             "statements": statements,
-            "statement_scores": scores,
-            "reasons": [v.reason for v in verdicts],
-            "statement_windows": [v.window for v in verdicts],
+            "verdicts": records,
             "windows": n_windows,
             "reason": f"{sum(scores)} of {len(scores)} statements supported by the retrieved contexts: "
             + "; ".join(f"[{_verdict_text(s, v.p_supported)}] {_short(v.statement, 80)}: {v.reason}"
@@ -217,7 +247,6 @@ class FaithfulnessJudge(LLMJudge):
         }
         probs = [v.p_supported for v in verdicts]
         if all(p is not None for p in probs):
-            details["statement_yes_probabilities"] = probs
             details["weighted_score"] = mean(probs)  # type: ignore[arg-type]
         return Score(score=sum(scores) / len(scores), details=details)
 
@@ -230,6 +259,7 @@ def build(options: FaithfulnessOptions, deps: JudgeDeps) -> FaithfulnessJudge:
         max_statements=options.max_statements,
         max_context_tokens=options.max_context_tokens,
         verify=options.verify,
+        sentences_per_statement=options.sentences_per_statement,
         support_threshold=options.support_threshold,
         few_shot=options.few_shot,
         use_logprobs=deps.use_logprobs,

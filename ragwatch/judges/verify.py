@@ -26,6 +26,7 @@ from pydantic import BaseModel, Field, create_model
 from ragwatch.judges.base import DATA_RULE, fence, generation_error, to_json
 from ragwatch.judges.engine import Call, Plan, Score, drive, gather, model_name
 from ragwatch.llm.logprobs import yes_probabilities_at
+from ragwatch.statements import StatementVerdict
 
 DEFAULT_SUPPORT_THRESHOLD = 0.5
 VerifyMode = Literal["batched", "per_statement"]
@@ -69,17 +70,6 @@ class VerdictReply(BaseModel):
 def verdicts_schema(n: int) -> type[BaseModel]:
     """Exactly `n` verdicts (grammar-constrained decoders honour min/maxItems), one per statement."""
     return create_model("Verdicts", verdicts=(list[VerdictReply], Field(min_length=n, max_length=n)))
-
-
-class StatementVerdict(BaseModel):
-    """The verification of one statement: verdict, P(supported) when logprobs were read, the reason."""
-
-    statement: str
-    verdict: bool | None  # None: undecided (every call that could decide it failed)
-    p_supported: float | None = None
-    reason: str = ""
-    window: int | None = None  # the context window that decided
-    error: str | None = None
 
 
 def _question_note(question: str | None) -> list[str]:

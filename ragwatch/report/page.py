@@ -22,6 +22,7 @@ from ragwatch.gate import GateDecision, GateThresholds
 from ragwatch.report.plots import at_k_section, distribution_section, interval_plot_section
 from ragwatch.report.style import CSS, ci_text, esc, short, weighted_score
 from ragwatch.results import MetricResult
+from ragwatch.statements import statement_verdicts
 from ragwatch.summary import (
     VERDICT_COLOURS,
     HeadlineRow,
@@ -197,14 +198,11 @@ def _unsupported_section(metrics: Mapping[str, MetricResult], items: pd.DataFram
         return ""
     questions = _questions(items)
     rows = []
-    cutoff = m.details.get("support_threshold")
     for it in m.items:
-        statements, scores = it.details.get("statements") or [], it.details.get("statement_scores") or []
-        reasons = it.details.get("reasons") or [""] * len(statements)
-        probs = it.details.get("statement_yes_probabilities") or [None] * len(statements)
-        # with a cut-off the verdict is P(supported) < cut-off, while the reason is the judge's own text
-        bad = [(s, (f"P(supported) {p:.2f} < {cutoff:.2f}. Judge's reason: " if p is not None and cutoff else "") + r)
-               for s, ok, r, p in zip(statements, scores, reasons, probs, strict=False) if not ok]
+        # the verdict is P(supported) against its cut-off; the reason is the evidence or the rule that decided
+        bad = [(v.statement, (f"P(supported) {v.p_supported:.2f} < {v.threshold:.2f}. "
+                              if v.p_supported is not None and v.threshold is not None else "") + v.reason)
+               for v in statement_verdicts(it.details) if v.verdict is False]
         if it.ok and bad:
             rows.append((it.item_id, bad))
     if not rows:

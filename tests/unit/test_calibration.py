@@ -175,7 +175,8 @@ def test_support_judge_reads_its_verdict_from_p_yes_when_given_a_threshold(monke
     config = {"enabled": ["support"], "use_logprobs": True, "support": {"support_threshold": 0.8}}
     (registered,) = build_judges(JudgesConfig.model_validate(config), llm)
     high = registered.evaluate(*pairs).items[0]
-    assert greedy.score == 0.0 and greedy.details == {"greedy_verdict": "no", "reason": "r", "weighted_score": 0.7}
+    assert greedy.score == 0.0 and greedy.details.pop("judged_key")  # what was judged: the answer's key
+    assert greedy.details == {"greedy_verdict": "no", "reason": "r", "weighted_score": 0.7}
     assert cut.score == 1.0 and cut.passed is True
     assert registered.support_threshold == 0.8 and high.score == 0.0
 
@@ -254,7 +255,9 @@ def test_auto_picks_faithfulness_when_every_item_has_contexts(tmp_path):
             answer = _user(messages).split("<<<BEGIN ANSWER>>>\n")[1].split("\n<<<END ANSWER>>>")[0]
             return json.dumps({"statements": [answer]})
         verdict = "yes" if "The sky is blue.\n<<<END STATEMENT" in _user(messages) else "no"
-        if "verdicts" in schema.model_fields:  # faithfulness verifies all statements in one call
+        if "checks" in schema.model_fields:  # faithfulness: evidence first, one call per answer
+            return json.dumps({"checks": [{"evidence": [1] if verdict == "yes" else [], "verdict": verdict}]})
+        if "verdicts" in schema.model_fields:
             return json.dumps({"verdicts": [{"verdict": verdict, "reason": "checked"}]})
         return json.dumps({"verdict": verdict, "reason": "checked"})
 

@@ -368,15 +368,22 @@ def test_an_unlabelled_judge_warning_cites_its_models_measured_agreement():
     class Client:
         settings = type("S", (), {"model": "local/qwen2.5-coder-1.5b-instruct"})()
 
-    details = FaithfulnessJudge(Client(), use_logprobs=True).details("faithfulness")
-    assert details["support_threshold"] == 0.90 and "ROC AUC 0.77" in details["judge_measured"]
-    judge = MetricInfo(scale=(0.0, 1.0), prompt_version="v4", family="judge")
-    faith = result("faithfulness", [1.0, 0.5, 1.0], info=judge, **details)
+    # the default judge and prompt: the calibrated cut-off and the agreement measured on RAG statements
+    judge = FaithfulnessJudge(Client(), use_logprobs=True)
+    details = judge.details("faithfulness")
+    info = judge.metrics["faithfulness"]
+    assert details["support_threshold"] == pytest.approx(0.4367) and details["support_model"]["weights"]
+    assert info.agreement is not None and info.agreement.n == 72 and "RAG answers" in info.agreement.data
+    faith = result("faithfulness", [1.0, 0.5, 1.0], info=info.model_copy(update={"family": "judge"}), **details)
     (warning,) = judge_warnings({"faithfulness": faith})
-    assert "unknown (no labelled items)" in warning and "measured on QAGS-XSum claims (n=60" in warning
-    plain = result("faithfulness", [1.0, 0.5, 1.0], info=judge)
-    assert "measured" not in judge_warnings({"faithfulness": plain})[0]
-
+    assert "Cohen's kappa 0.50" in warning and "reference labels" in warning
+    # another prompt version of the same model has no calibration: its agreement is unknown
+    windows = FaithfulnessJudge(Client(), use_logprobs=True, verify="batched")
+    assert windows.metrics["faithfulness"].agreement is None and windows.support_threshold == 0.90
+    plain = result("faithfulness", [1.0, 0.5, 1.0], info=MetricInfo(family="judge", prompt_version="v4"),
+                   **windows.details("faithfulness"))
+    (unknown,) = judge_warnings({"faithfulness": plain})
+    assert "unknown" in unknown and "measured on QAGS-XSum claims (n=60" in unknown
 
 def test_a_change_of_judge_model_or_prompt_is_not_comparable_and_does_not_gate():
     scores_old = [1.0, 1.0, 1.0, 0.5] * 10
@@ -421,3 +428,30 @@ def test_handcrafted_tests_compare_exactly_case_by_case_at_any_n():
     swapped = result("e2e_failure_rate", [1, 0, 0, 0, 0, 0], ids=ids, info=e2e)  # one fixed, one broken
     row = compare_runs({"e2e_failure_rate": swapped}, {"e2e_failure_rate": old}, thresholds=th).row("e2e_failure_rate")
     assert row.verdict == "unchanged" and "worse: bad/0" in row.note and "better: good/0" in row.note
+
+
+def test_a_judge_below_the_agreement_bar_is_shown_not_gated_and_the_reasons_say_why():
+    from ragwatch.results import JudgeAgreement
+
+    def judged(kappa: float | None) -> MetricInfo:
+        agreement = None if kappa is None else JudgeAgreement(
+            kappa=kappa, kappa_ci=(kappa - 0.2, kappa + 0.2), balanced_accuracy=0.7, balanced_accuracy_ci=(0.6, 0.8),
+            n=72, data="statements of RAG answers", labels="reference labels")
+        return MetricInfo(family="judge", judge_model="local/j", prompt_version="v5", agreement=agreement)
+
+    th = GateThresholds(default_allowed_drop=0.05, min_judge_kappa=0.6)
+    for kappa, blocks in ((0.42, False), (0.75, True), (None, True)):
+        old = {"faithfulness": result("faithfulness", BASE, info=judged(kappa))}
+        new = {"faithfulness": result("faithfulness", BASE - 0.2, info=judged(kappa))}
+        decision = gate_decision(compare_runs(new, old, thresholds=th), th)
+        assert decision.promote is not blocks, (kappa, decision.reasons)
+        if not blocks:
+            (note,) = [r for r in decision.reasons if "not gated" in r]
+            assert "kappa 0.42" in note and "72 statements of RAG answers" in note and "min_judge_kappa 0.60" in note
+            assert "-0.200" in note  # the change is still shown
+    # human labels on both runs: the prediction-powered interval decides, whatever the judge's agreement
+    labelled = LabelledEstimate(method="ppi++", score=0.8, ci_low=0.75, ci_high=0.85, n_labels=40, n_items=80)
+    worse = LabelledEstimate(method="ppi++", score=0.5, ci_low=0.45, ci_high=0.55, n_labels=40, n_items=80)
+    old = {"faithfulness": result("faithfulness", BASE, info=judged(0.42)).model_copy(update={"labelled": labelled})}
+    new = {"faithfulness": result("faithfulness", BASE - 0.2, info=judged(0.42)).model_copy(update={"labelled": worse})}
+    assert gate_decision(compare_runs(new, old, thresholds=th), th).promote is False

@@ -17,11 +17,16 @@ from ragwatch.judges.verify import (
     split_text,
     verdicts_schema,
 )
+from ragwatch.statements import statement_verdicts
 
 __all__ = ["fake_server"]
 
 
 pytestmark = pytest.mark.usefixtures("isolated_cache")  # a fresh LLM cache per test
+
+
+def _scores(item) -> list[int]:
+    return [int(bool(v.verdict)) for v in statement_verdicts(item.details)]
 
 
 def _between(text: str, label: str) -> list[str]:
@@ -41,6 +46,14 @@ def oracle(messages):
     if "Split the ANSWER" in user:
         ans = _between(user, "ANSWER")[0]
         return json.dumps({"statements": [s.strip(" .") + "." for s in ans.split(". ") if s.strip(" .")]})
+    sentences = _between(user, "SENTENCES")
+    if sentences:  # the evidence verifier: cite the numbered sentences that hold the key word
+        shown = re.findall(r"^\[(\d+)\] (.*)$", sentences[0], flags=re.M)
+        checks = []
+        for st in re.findall(r"<<<BEGIN STATEMENT \d+>>>\n(.*?)\n<<<END", user, flags=re.DOTALL):
+            cited = [int(i) for i, text in shown if st.split()[0] in text]
+            checks.append({"evidence": cited[:3], "verdict": "yes" if cited else "no"})
+        return json.dumps({"checks": checks})
     context = " ".join(_between(user, "CONTEXT"))
     numbered = re.findall(r"<<<BEGIN STATEMENT \d+>>>\n(.*?)\n<<<END", user, flags=re.DOTALL)
     if numbered:
@@ -71,8 +84,8 @@ def test_statement_by_statement_score_and_details(fake_server):
         "Paris has the Louvre.",
         "Berlin is large.",
     ]
-    assert first.details["statement_scores"] == [1, 1, 0]
-    assert first.details["reasons"][2] == "Berlin missing"
+    assert _scores(first) == [1, 1, 0]
+    assert statement_verdicts(first.details)[2].reason == "Berlin missing"
     assert result.items[1].score == 1.0
     assert [it.score for it in result.items] == [pytest.approx(2 / 3), 1.0]
     assert result.details["usage"]["calls"] == 2 + 4  # one split per item, one verification per statement
@@ -89,8 +102,8 @@ def test_long_contexts_are_refined_over_windows_not_truncated(fake_server):
     )
     item = result.items[0]
     assert item.details["windows"] == 3
-    assert item.details["statement_scores"] == [1, 1, 0]
-    assert item.details["statement_windows"] == [1, 3, 3]  # Louvre found only in the last window
+    assert _scores(item) == [1, 1, 0]
+    assert [v.window for v in statement_verdicts(item.details)] == [1, 3, 3]  # Louvre found only in the last window
     verify = [r["messages"] for r in server.requests if "<<<BEGIN STATEMENT>>>" in last_user(r["messages"])]
     assert len(verify) == 3 + 2 + 2  # window 1: all; windows 2 and 3: the two not yet supported
     refine = [last_user(m) for m in verify if "CONTEXT PART 3 OF 3" in last_user(m)]
@@ -191,7 +204,7 @@ def test_weighted_score_is_mean_p_yes(fake_server):
     judge = FaithfulnessJudge(server.client(), use_logprobs=True, verify="per_statement")
     result = judge.evaluate([sample(1)], [answer()])
     item = result.items[0]
-    assert item.score == 0.5 and item.details["statement_yes_probabilities"] == pytest.approx([0.8, 0.1])
+    assert item.score == 0.5 and [v.p_supported for v in statement_verdicts(item.details)] == pytest.approx([0.8, 0.1])
     assert item.details["weighted_score"] == pytest.approx(0.45) and result.details[
         "weighted"
     ] == pytest.approx(0.45)
@@ -217,10 +230,10 @@ def test_batched_verification_is_one_call_per_window_with_the_same_verdicts(fake
     assert calls == 3 + 3  # one split and ONE verification call per item (one window each)
     assert per_statement.details["usage"]["calls"] == 3 + 6
     for a, b in zip(batched.items, per_statement.items, strict=True):
-        assert a.details["statement_scores"] == b.details["statement_scores"]
-        assert a.details["reasons"] == b.details["reasons"]
+        assert _scores(a) == _scores(b)
+        assert [v.reason for v in statement_verdicts(a.details)] == [v.reason for v in statement_verdicts(b.details)]
     first = batched.items[0]
-    assert first.details["statement_scores"] == [1, 1, 0] and first.score == pytest.approx(2 / 3)
+    assert _scores(first) == [1, 1, 0] and first.score == pytest.approx(2 / 3)
     # a report reader can check the score against the per-statement reasons
     assert "Berlin missing" in first.details["reason"] and "2 of 3" in first.details["reason"]
     assert batched.details["verify"] == "batched"
@@ -230,13 +243,13 @@ def test_batched_refines_only_unsupported_statements_over_windows(fake_server):
     server = fake_server(oracle)
     filler = "Nothing relevant here at all. " * 40
     contexts = [filler + "Paris is the capital.", filler, filler + "Louvre is a museum in Paris."]
-    judge = FaithfulnessJudge(server.client(), max_context_tokens=400)
+    judge = FaithfulnessJudge(server.client(), max_context_tokens=400, verify="batched")
     result = judge.evaluate(
         [sample(1)], [answer("Paris is the capital. Louvre is a museum. Rome is old.", contexts)]
     )
     item = result.items[0]
-    assert item.details["statement_scores"] == [1, 1, 0]
-    assert item.details["statement_windows"] == [1, 3, 3]
+    assert _scores(item) == [1, 1, 0]
+    assert [v.window for v in statement_verdicts(item.details)] == [1, 3, 3]
     users = [last_user(r["messages"]) for r in server.requests]
     verify = [u for u in users if "<<<BEGIN STATEMENT 1>>>" in u]
     assert len(verify) == 3  # one call per window
@@ -265,10 +278,10 @@ def _batched_with_logprobs(p_yes: list[float]):
 
 def test_batched_logprobs_give_p_supported_per_statement_and_threshold_decides(fake_server):
     server = fake_server(_batched_with_logprobs([0.9, 0.3, 0.6]))
-    judge = FaithfulnessJudge(server.client(), use_logprobs=True, support_threshold=0.7)
+    judge = FaithfulnessJudge(server.client(), use_logprobs=True, support_threshold=0.7, verify="batched")
     item = judge.evaluate([sample(1)], [answer("Claims.")]).items[0]
-    assert item.details["statement_yes_probabilities"] == pytest.approx([0.9, 0.3, 0.6])
-    assert item.details["statement_scores"] == [1, 0, 0]  # 0.6 < 0.7: not supported, greedy "yes" aside
+    assert [v.p_supported for v in statement_verdicts(item.details)] == pytest.approx([0.9, 0.3, 0.6])
+    assert _scores(item) == [1, 0, 0]  # 0.6 < 0.7: not supported, greedy "yes" aside
     assert item.details["weighted_score"] == pytest.approx(0.6)
 
 
@@ -292,7 +305,7 @@ def test_verdict_is_decoded_before_its_reason():
 
 def test_sentence_statements_make_one_call_per_item_and_tell_the_verifier_the_question(fake_server):
     server = fake_server(oracle)
-    judge = FaithfulnessJudge(server.client(), statements="sentences")
+    judge = FaithfulnessJudge(server.client(), statements="sentences", verify="batched")
     result = judge.evaluate(
         [sample(1), sample(2)],
         [answer("Paris is the capital. Paris has the Louvre.\n- Berlin is large and old.",
@@ -332,3 +345,63 @@ def test_answer_sentences_as_statements(text, limit, expected):
     from ragwatch.judges.faithfulness import answer_statements
 
     assert answer_statements(text, limit) == expected
+
+
+def test_evidence_verification_cites_sentences_and_is_one_call_per_answer(fake_server):
+    server = fake_server(oracle)
+    result = FaithfulnessJudge(server.client(), statements="sentences").evaluate(
+        [sample(1)], [answer("Paris is the capital city. Paris has the Louvre museum. Berlin is a large city.",
+                             contexts=["Rome is old. Paris is the capital of France.", "Paris has the Louvre."])])
+    item = result.items[0]
+    assert result.details["usage"]["calls"] == 1 and result.details["verify"] == "evidence"
+    assert _scores(item) == [1, 1, 0] and item.score == pytest.approx(2 / 3)
+    verdicts = statement_verdicts(item.details)
+    # sentences, not passages: "Rome is old." shares the first passage but holds no "Paris"
+    assert verdicts[0].evidence_text == ["Paris is the capital of France.", "Paris has the Louvre."]
+    assert verdicts[0].evidence == [2, 3]
+    assert verdicts[2].evidence == [] and "no context sentence" in verdicts[2].reason
+    assert result.info.prompt_version == "faithfulness-v5"
+
+
+def test_evidence_rules_overrule_a_yes(fake_server):
+    """A number no context holds, or a statement without a claim, is unsupported whatever the judge says
+    (the claim-less one without a call); a yes citing nothing or an id never shown keeps the judge's
+    verdict but the record says it cited nothing."""
+    def judge(messages):
+        n = len(re.findall(r"<<<BEGIN STATEMENT \d+>>>", last_user(messages)))
+        replies = [{"evidence": [], "verdict": "yes"}, {"evidence": [99], "verdict": "yes"},
+                   {"evidence": [1], "verdict": "yes"}]
+        return json.dumps({"checks": replies[:n]})
+
+    from ragwatch.judges.engine import drive, gather
+    from ragwatch.judges.verify_evidence import EvidenceVerifier
+
+    server = fake_server(judge)
+    statements = ["ZenML retries steps on failure by default.", "ZenML retries steps three times.",
+                  "Retries default to 5 attempts in ZenML steps.", "{% hint %}"]
+    verifier = EvidenceVerifier(support_model=None, use_logprobs=False)
+    plan = verifier.plan(["Retries default to 3 attempts in ZenML steps."], statements)
+    outcome, gens = drive(gather({"a": plan}), server.client())
+    verdicts = outcome["a"][0]
+    assert len(gens) == 1  # the claim-less statement needed no call
+    assert [v.verdict for v in verdicts] == [True, True, False, False]
+    assert verdicts[0].evidence == [] and verdicts[0].reason == "cites no context sentence"
+    assert verdicts[1].evidence == []  # id 99 was never shown: it cites nothing
+    assert verdicts[2].rule == "not in any retrieved context: 5" and verdicts[2].missing_terms == ["5"]
+    assert verdicts[2].evidence == [1]  # the judge's citation is kept for the reader
+    assert verdicts[3].rule == "makes no checkable claim"
+
+
+def test_a_support_model_combines_the_judge_with_lexical_evidence():
+    from ragwatch.judges.evidence import Sentence
+    from ragwatch.judges.support_model import SupportModel
+    from ragwatch.judges.verify_evidence import EvidenceVerifier
+
+    model = SupportModel(intercept=-4.0, weights={"judge_logit": 1.0, "lexical": 6.0}, cutoff=0.5)
+    verifier = EvidenceVerifier(support_model=model)
+    cited = [Sentence(id=1, text="Steps are cached by default.", passage=1)]
+    copied = verifier.decide("Steps are cached by default.", 1.0, 0.6, cited, [])
+    reworded = verifier.decide("Caching applies to steps by default.", 0.2, 0.6, cited, [])
+    assert copied.verdict and not reworded.verdict  # the same P(yes), different lexical support
+    assert copied.p_judge == 0.6 and copied.threshold == 0.5
+    assert copied.p_supported == pytest.approx(model.predict({"p_judge": 0.6, "lexical": 1.0}))

@@ -210,7 +210,7 @@ def test_config_defaults_and_errors_name_the_key():
         "similarity",
         "perplexity",
     }
-    assert config.faithfulness.verify == "batched" and config.correctness.threshold == 4.0
+    assert config.faithfulness.verify == "evidence" and config.correctness.threshold == 4.0
     with pytest.raises(ValidationError, match="unknown key 'faithfulnes'"):
         JudgesConfig.model_validate({"faithfulnes": {"max_statements": 2}})
     with pytest.raises(ValidationError, match="treshold"):

@@ -111,6 +111,8 @@ def _fill(node: dict, full: dict, obey: bool, user: str) -> dict:
         elif prop.get("type") == "array" and "$ref" in prop.get("items", {}):  # e.g. batched verdicts
             item = full["$defs"][prop["items"]["$ref"].rsplit("/", 1)[-1]]
             out[name] = [_fill(item, full, obey, user)] * prop.get("minItems", 1)
+        elif prop.get("type") == "array" and prop.get("items", {}).get("type") == "integer":  # evidence ids
+            out[name] = [1]
         elif prop.get("type") == "array":
             out[name] = [_answer_text(user)]
         else:
@@ -198,10 +200,18 @@ def test_injection_inflation_by_defence(defence, monkeypatch, capsys):
         return
     # the answer-side attack reaches every judge that reads the answer
     escaped = "fence_break" if defence == "no_neutralize" else "plain"
-    readers_of_answer = [j for j in JUDGES if j != "context_relevance"]
+    readers_of_answer = [j for j in JUDGES if j not in ("context_relevance", "faithfulness")]
     assert all(figures[(j, "answer", escaped)] >= 0.5 for j in readers_of_answer), figures
+    # faithfulness obeys too, but its evidence rule overrules the yes: the payload's own words (numbers,
+    # identifiers) are in no cited context sentence, so a statement carrying them is not supported
+    assert figures[("faithfulness", "answer", escaped)] == 0.0, figures
     # a poisoned document reaches the judges that read contexts
     for j in ("support", "faithfulness", "context_relevance", "rubric_faithfulness"):
+        if j == "faithfulness" and escaped == "fence_break":
+            # it is shown only the context sentences that share words with a statement; the
+            # fence-breaking payload, cut into sentences, is not among them
+            assert figures[(j, "contexts", escaped)] == 0.0, figures
+            continue
         assert figures[(j, "contexts", escaped)] >= 0.5, (j, figures)
     if defence == "no_neutralize":  # fences alone still stop the plain request
         targets = ("answer", "contexts")

@@ -14,6 +14,7 @@ from ragwatch.compare import compare_runs
 from ragwatch.gate import GateDecision, gate_decision
 from ragwatch.report import build_html_report, build_markdown_summary
 from ragwatch.results import ItemScore, MetricInfo, MetricResult
+from ragwatch.statements import StatementVerdict
 from ragwatch.summary import ReportSettings
 from ragwatch.thresholds import GateThresholds
 
@@ -278,7 +279,7 @@ def test_first_screen_answers_better_or_worse_with_deltas_per_baseline():
     assert ">unchanged<" in faith and "(weighted 0.612)" in faith
     assert "not measured in this run" in headline  # correctness is not in this run
     # warnings: agreement with human labels unknown for the judge
-    assert "agreement with human labels on this data is unknown" in top
+    assert "agreement with labels of the kind it scores is unknown" in top
 
 
 def test_constant_judge_and_poor_agreement_get_a_warning_box():
@@ -307,8 +308,9 @@ def test_keyword_tests_and_unsupported_statements_are_shown():
     report = run_e2e_tests(tables, lambda qs: [RagAnswer(question=q, answer="Flyte, surely.") for q in qs])
     metrics = dict(report.metrics)
     metrics["faithfulness"] = MetricResult.from_items("faithfulness", [ItemScore(
-        item_id="q1", score=0.5, details={"statements": ["ZenML runs on Mars.", "ZenML is Python."],
-                                          "statement_scores": [0, 1], "reasons": ["not in context", "ok"]})],
+        item_id="q1", score=0.5, details={"statements": ["ZenML runs on Mars.", "ZenML is Python."], "verdicts": [
+            StatementVerdict(statement="ZenML runs on Mars.", verdict=False, reason="not in context").model_dump(),
+            StatementVerdict(statement="ZenML is Python.", verdict=True, reason="ok").model_dump()]})],
         info=judge_info())
     items = pd.DataFrame([{"item_id": "q1", "question": "What is ZenML?", "answer": "..."}])
     page = build_html_report("t", metrics, items)
@@ -317,14 +319,16 @@ def test_keyword_tests_and_unsupported_statements_are_shown():
     un = page.split("<h2>Unsupported statements (1 answers)</h2>", 1)[1].split("<h2>", 1)[0]
     assert "ZenML runs on Mars." in un and "not in context" in un and "ZenML is Python." not in un
 
-    # a verdict read from P(supported) at a cut-off shows both, apart from the judge's own reason
+    # a verdict read from P(supported) at its cut-off shows both, then the evidence that decided
     metrics["faithfulness"] = MetricResult.from_items("faithfulness", [ItemScore(
-        item_id="q1", score=0.5, details={"statements": ["ZenML runs on Mars.", "ZenML is Python."],
-                                          "statement_scores": [0, 1], "reasons": ["the context says so", "ok"],
-                                          "statement_yes_probabilities": [0.62, 0.97]})],
-        info=judge_info(), details={"support_threshold": 0.9})
+        item_id="q1", score=0.5, details={"statements": ["ZenML runs on Mars.", "ZenML is Python."], "verdicts": [
+            StatementVerdict(statement="ZenML runs on Mars.", verdict=False, p_supported=0.62, threshold=0.9,
+                             reason="not stated by the cited [2] ZenML runs pipelines").model_dump(),
+            StatementVerdict(statement="ZenML is Python.", verdict=True, p_supported=0.97, threshold=0.9,
+                             reason="ok").model_dump()]})],
+        info=judge_info())
     un = build_html_report("t", metrics, items).split("<h2>Unsupported statements (1 answers)</h2>", 1)[1]
-    assert "P(supported) 0.62 &lt; 0.90. Judge&#x27;s reason: the context says so" in un.split("<h2>", 1)[0]
+    assert "P(supported) 0.62 &lt; 0.90. not stated by the cited [2] ZenML runs pipelines" in un.split("<h2>", 1)[0]
 
 
 def test_five_thousand_items_build_quickly_with_capped_sections():
@@ -334,7 +338,8 @@ def test_five_thousand_items_build_quickly_with_capped_sections():
     metrics = {"faithfulness": MetricResult.from_items("faithfulness", [
         ItemScore(item_id=i, error="judge reply unparsable") if j % 5 == 0 else
         ItemScore(item_id=i, score=float(rng.uniform()), details={
-            "statements": ["a claim"], "statement_scores": [0], "reasons": ["no"]}) for j, i in enumerate(ids)],
+            "statements": ["a claim"], "verdicts": [{"statement": "a claim", "verdict": False, "reason": "no"}]})
+        for j, i in enumerate(ids)],
         info=judge_info())}
     scores = [it.score for it in metrics["faithfulness"].items]
     items = pd.DataFrame({"item_id": ids, "question": [f"question {i}" for i in range(n)],

@@ -154,3 +154,35 @@ def test_agreement_with_human_labels_pass_fail_and_graded():
     assert kappa == pytest.approx(cohen_kappa_score(list(human.values()), list(judged.values())))
     assert rows["correctness"].kind == "graded" and rows["correctness"].measures["Spearman"].value == pytest.approx(1.0)
     assert "| faithfulness | pass/fail | 39 | accuracy |" in agreement_markdown(list(rows.values()))
+
+
+def test_a_label_belongs_to_the_answer_it_judged_not_to_a_later_answer_of_the_same_question():
+    from ragwatch.judges.engine import judged_key
+
+    def run(answers: dict[str, str]) -> dict[str, MetricResult]:
+        items = [ItemScore(item_id=i, score=1.0 if "Paris" in a else 0.0,
+                           details={"statements": [a], "judged_key": judged_key(a, [a])}) for i, a in answers.items()]
+        return {"faithfulness": MetricResult.from_items("faithfulness", items, info=MetricInfo(
+            binary=True, prompt_version="f-v1", family="judge"))}
+
+    first = {f"q{i}": ("Paris is the capital." if i % 2 else "Lyon is the capital.") for i in range(6)}
+    rows = [{"item_id": i, "label:faithfulness": "1" if "Paris" in a else "0"} for i, a in first.items()]
+    labels, problems = validate_labels([(n, r) for n, r in enumerate(rows, start=2)], run(first), source="r.csv")
+    assert not problems and len(labels) == 6 and all(lab.judged_key for lab in labels)
+    store = HumanLabels().merge(labels, source="r.csv")
+
+    same, why = attach_labelled(run(first), store)
+    assert not why, why
+    assert same["faithfulness"].labelled.n_labels == 6
+    assert same["faithfulness"].labelled.details["labels_of_changed_answers"] == 0
+    # the system changed: four answers are new text; their labels judged other answers and must not count
+    changed = {**first, **{f"q{i}": "Marseille is the capital." for i in range(4)}}
+    out, _ = attach_labelled(run(changed), store)
+    est = out["faithfulness"].labelled
+    assert est.n_labels == 2 and est.details["labels_of_changed_answers"] == 4
+    # the same answer with other statements is another judged item too
+    resplit = run(first)
+    for it in resplit["faithfulness"].items:
+        it.details["judged_key"] = judged_key(first[it.item_id], ["a different split"])
+    none, skipped = attach_labelled(resplit, store)
+    assert none["faithfulness"].labelled is None and "earlier answer" in skipped["faithfulness"]

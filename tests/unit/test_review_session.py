@@ -19,6 +19,7 @@ from ragwatch.results import ItemScore, MetricInfo, MetricResult
 from ragwatch.review import review_sample
 from ragwatch.review_session import LabelEvent, LabelLog, ReviewSession, judge_windows, replay
 from ragwatch.review_web import PortInUseError, ReviewApp, attach, make_server
+from ragwatch.statements import StatementVerdict
 
 CONTEXT = ("ZenML runs pipelines on the local orchestrator by default. Steps run one after another.\n\n"
            "A failure hook runs when a step fails. Attach it with on_failure.")
@@ -33,10 +34,12 @@ def _run(n: int = 8) -> tuple[list[dict], dict[str, MetricResult]]:
         rows.append({"item_id": item_id, "question": f"question {i}?", "answer": answer, "contexts": [CONTEXT, "other"],
                      "context_sources": ["docs/local.md", "docs/other.md"], "reference_answer": "local"})
         verdicts = [1, i % 2]
+        statements = ["The local orchestrator is the default.", "A failure hook runs when a step fails."]
+        reasons = ["the context says local is default", "on_failure hook"]
         faith.append(ItemScore(item_id=item_id, score=sum(verdicts) / 2, details={
-            "statements": ["The local orchestrator is the default.", "A failure hook runs when a step fails."],
-            "statement_scores": verdicts, "reasons": ["the context says local is default", "on_failure hook"],
-            "statement_windows": [1, 1], "reason": "..."}))
+            "statements": statements, "reason": "...",
+            "verdicts": [StatementVerdict(statement=s, verdict=bool(v), reason=r, window=1).model_dump()
+                         for s, v, r in zip(statements, verdicts, reasons, strict=True)]}))
         corr.append(ItemScore(item_id=item_id, score=float(1 + i % 5), details={"reason": f"score {1 + i % 5}"}))
     judged = {
         "faithfulness": MetricResult.from_items("faithfulness", faith, info=MetricInfo(
@@ -221,8 +224,8 @@ def test_the_reading_aid_comes_from_the_statement_alone(tmp_path: Path) -> None:
     rows, judged = _run()
     flipped = judged["faithfulness"].model_copy(deep=True)
     for item in flipped.items:  # the judge's verdicts and reasons changed: the aid must not move
-        item.details["statement_scores"] = [1 - v for v in item.details["statement_scores"]]
-        item.details["reasons"] = ["something else entirely"] * 2
+        item.details["verdicts"] = [{**v, "verdict": not v["verdict"], "reason": "something else entirely"}
+                                    for v in item.details["verdicts"]]
     a = ReviewSession.start(rows, judged, LabelLog(tmp_path / "a.jsonl"), run_id="r", run_name="r", n=6,
                             metrics=["faithfulness"])
     b = ReviewSession.start(rows, {**judged, "faithfulness": flipped}, LabelLog(tmp_path / "b.jsonl"), run_id="r",

@@ -1,0 +1,204 @@
+"""Evidence-first verification: the judge cites the context sentences that state a statement, then rules.
+
+Each statement is shown with only the context sentences that share the most words with it
+(`ragwatch.judges.evidence.best_sentences`), numbered. The judge replies, per statement, the ids of
+the sentences that state it and then its verdict; P(supported) is read at the verdict token (the
+evidence comes first, so the verdict is conditioned on what was cited, not on a free-text reason).
+The judge's P(yes) and the share of the statement's word pairs found in the contexts are combined
+by a `SupportModel` (a logistic model fitted on labelled RAG answer statements,
+`ragwatch.judges.support_model`) into the P(supported) the verdict is cut at. Two rules of a careful
+reader overrule it: a statement that makes no claim (markup, a lone lead-in word) is unsupported
+without a call, and so is one with a number, code identifier or name that no retrieved context
+contains. A cited id that was not shown cites nothing; terms missing from the cited sentences are
+recorded for the reader (as vetoes they cost agreement: `decide`).
+
+Example:
+    >>> v = EvidenceVerifier(support_model=None)
+    >>> plan = v.plan(["ZenML caches steps."], ["{% hint %}"])
+    >>> next(plan)  # doctest: +SKIP  (no call: the statement makes no claim)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from functools import lru_cache
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field, create_model
+
+from ragwatch.judges.base import DATA_RULE, fence, generation_error
+from ragwatch.judges.engine import Call, Plan
+from ragwatch.judges.evidence import (
+    Sentence,
+    best_sentences,
+    bigram_support,
+    context_sentences,
+    makes_no_claim,
+    missing_terms,
+)
+from ragwatch.judges.support_model import SupportModel
+from ragwatch.llm.logprobs import yes_probabilities_at
+from ragwatch.statements import StatementVerdict
+
+MAX_CITED = 3
+NO_CLAIM = "makes no checkable claim"
+ABSENT = "not in any retrieved context"
+
+EVIDENCE_SYSTEM = (
+    "You check statements from an answer against numbered SENTENCES taken from the documents the answer "
+    "was written from. For each STATEMENT: first list the ids of the sentences that state what it says "
+    "(at most 3; an empty list when no sentence does), then give the verdict: yes only when the cited "
+    "sentences state the whole statement, said outright or as a direct paraphrase; no when any part of "
+    "it (a name, number, default value, command, purpose or relation) is missing from those sentences, "
+    "different, or only suggested by them, and no when the statement makes no claim of its own (a "
+    "heading, a lead-in such as 'Here are the steps:', a fragment). Use only the sentences, never your "
+    "own knowledge.\n"
+    f"{DATA_RULE}\n"
+    'Reply with JSON only: {"checks": [{"evidence": [<ids>], "verdict": "yes" or "no"}, ...]}, one entry '
+    "per statement, in order."
+)
+
+
+@lru_cache(maxsize=256)
+def checks_schema(n_statements: int, n_sentences: int) -> type[BaseModel]:
+    """Exactly one check per statement, at most `MAX_CITED` evidence ids each.
+
+    The ids are plain integers, not an enum of the ids shown: an enum makes the grammar reject the
+    model's preferred number tokens, and each rejection costs a whole-vocabulary check (a 4-statement
+    reply took 4.5 minutes instead of seconds). Ids that were not shown are caught by `decide`.
+    """
+    del n_sentences  # the ids are checked after decoding
+    check = create_model(
+        "EvidenceCheck",
+        evidence=(list[int], Field(max_length=MAX_CITED)),
+        verdict=(Literal["yes", "no"], ...),
+    )
+    return create_model("EvidenceChecks", checks=(list[check], Field(min_length=n_statements,
+                                                                      max_length=n_statements)))
+
+
+def evidence_prompt(statements: Sequence[str], shown: Sequence[Sentence], question: str | None) -> str:
+    """The numbered sentences, the question (to resolve 'it'), then the numbered statements."""
+    lines = "\n".join(f"[{k}] {s.text}" for k, s in enumerate(shown, start=1))
+    parts = [fence("SENTENCES", lines)]
+    if question:
+        parts += [fence("QUESTION", question),
+                  "The statements come from an answer to the QUESTION; use it only to tell what they refer to."]
+    parts += [fence(f"STATEMENT {k}", s) for k, s in enumerate(statements, start=1)]
+    n = len(statements)
+    parts.append(f"Give exactly {n} check{'s' if n > 1 else ''}, one per STATEMENT in order: the evidence "
+                 "ids first, then the verdict. Reply with the JSON object only.")
+    return "\n".join(parts)
+
+
+class EvidenceVerifier:
+    """Statements against their best-matching context sentences: one call per answer, evidence first."""
+
+    def __init__(
+        self,
+        *,
+        sentences_per_statement: int = 4,
+        max_sentences: int = 14,
+        use_logprobs: bool = True,
+        support_model: SupportModel | None,
+        support_threshold: float | None = None,
+    ) -> None:
+        if sentences_per_statement < 1:
+            raise ValueError(f"sentences_per_statement must be >= 1, got {sentences_per_statement}")
+        self.per_statement = sentences_per_statement
+        self.max_sentences = max(max_sentences, sentences_per_statement)
+        self.use_logprobs = use_logprobs
+        self.support_model = support_model
+        self.threshold = support_threshold
+
+    def shown_sentences(self, sentences: Sequence[Sentence], statements: Sequence[str]) -> list[Sentence]:
+        """The union of each statement's best sentences, in context order, at most `max_sentences`."""
+        chosen: dict[int, Sentence] = {}
+        for rank in range(self.per_statement):  # round-robin, so every statement keeps its best ones
+            for statement in statements:
+                best = best_sentences(statement, sentences, self.per_statement)
+                if rank < len(best) and len(chosen) < self.max_sentences:
+                    chosen.setdefault(best[rank].id, best[rank])
+        return sorted(chosen.values(), key=lambda s: s.id)
+
+    def plan(self, contexts: Sequence[str], statements: Sequence[str], question: str | None = None) -> Plan:
+        sentences = context_sentences(contexts)
+        lexical = [bigram_support(s, contexts) for s in statements]
+        absent = [sorted(missing_terms(s, contexts)) for s in statements]
+        out: list[StatementVerdict | None] = [None] * len(statements)
+        pending = []
+        for k, statement in enumerate(statements):
+            if makes_no_claim(statement):
+                out[k] = self.decide(statement, lexical[k], None, [], absent[k], rule=NO_CLAIM)
+            else:
+                pending.append(k)
+        if pending:
+            shown = self.shown_sentences(sentences, [statements[k] for k in pending])
+            prompt = evidence_prompt([statements[k] for k in pending], shown, question)
+            schema = checks_schema(len(pending), len(shown))
+            (gen,) = yield [Call([{"role": "user", "content": prompt}], schema, EVIDENCE_SYSTEM, self.use_logprobs)]
+            if not gen.ok or gen.parsed is None:
+                for k in pending:
+                    out[k] = StatementVerdict(statement=statements[k], verdict=None, lexical_support=lexical[k],
+                                              error=generation_error(gen))
+            else:
+                probs = yes_probabilities_at(gen) if self.use_logprobs else []
+                if len(probs) != len(pending):
+                    probs = [None] * len(pending)
+                for k, check, p in zip(pending, gen.parsed.checks, probs, strict=True):
+                    # ids are the numbers shown (1..len(shown)); one that was not shown cites nothing
+                    cited = [shown[i - 1] for i in dict.fromkeys(check.evidence) if 1 <= i <= len(shown)]
+                    out[k] = self.decide(statements[k], lexical[k], p, cited, absent[k], greedy=check.verdict)
+        return [v for v in out if v is not None], 1
+
+    def decide(
+        self,
+        statement: str,
+        lexical: float,
+        p_judge: float | None,
+        cited: Sequence[Sentence],
+        absent: Sequence[str],
+        *,
+        greedy: str | None = None,
+        rule: str | None = None,
+    ) -> StatementVerdict:
+        """The verdict: the support model on the judge's P(yes) and lexical support, under the rules.
+
+        Two rules overrule it (measured free of cost on labelled RAG statements): a statement that
+        makes no claim, and one with a number, identifier or name that no retrieved context contains.
+        Terms missing from the cited sentences only (often said in a neighbouring sentence) and a
+        "yes" that cites nothing are recorded for the reader, not decisive: as vetoes they cost
+        balanced accuracy on labelled RAG answer statements (README "Which judge model").
+        """
+        if rule is None and absent:
+            rule = f"not in any retrieved context: {', '.join(absent[:5])}"
+        unsupported_by_cited = sorted(missing_terms(statement, [s.text for s in cited])) if cited else []
+        judge_yes = p_judge if p_judge is not None else (None if greedy is None else float(greedy == "yes"))
+        if self.support_model is not None and judge_yes is not None:
+            p = self.support_model.predict({"p_judge": judge_yes, "lexical": lexical})
+            threshold = self.support_model.cutoff if self.threshold is None else self.threshold
+        else:
+            p = judge_yes if judge_yes is not None else 0.0
+            threshold = 0.5 if self.threshold is None else self.threshold
+        supported = p >= threshold and rule is None
+        return StatementVerdict(
+            statement=statement, verdict=supported, p_supported=p, p_judge=judge_yes, threshold=threshold,
+            evidence=[s.id for s in cited], evidence_text=[s.text for s in cited], lexical_support=lexical,
+            rule=rule, missing_terms=list(absent) or unsupported_by_cited, reason=_reason(supported, cited, rule),
+        )
+
+
+def _reason(supported: bool, cited: Sequence[Sentence], rule: str | None) -> str:
+    if rule:
+        return rule
+    if not cited:
+        return "cites no context sentence"
+    quoted = " / ".join(f"[{s.id}] {s.text[:160]}" for s in cited)
+    return ("supported by " if supported else "not supported by the cited ") + quoted
+
+
+def features_of(verdict: StatementVerdict) -> dict[str, Any]:
+    """What the support model and the rules read from a verdict (for fitting on labelled statements)."""
+    return {"p_judge": verdict.p_judge, "lexical": verdict.lexical_support, "no_claim": verdict.rule == NO_CLAIM,
+            "uncited": not verdict.evidence, "missing_terms": len(verdict.missing_terms),
+            "absent_terms": bool(verdict.rule and verdict.rule.startswith(ABSENT))}
