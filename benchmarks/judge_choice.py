@@ -198,6 +198,7 @@ def main(argv: list[str] | None = None) -> int:
                         "candidates and their fitted combination, cross-fitted by answer, beside --qags")
     parser.add_argument("--candidates", nargs="+", default=["windows", "evidence4"],
                         help="verifiers compared with --rag: windows (all contexts), evidence<k> (k best sentences)")
+    parser.add_argument("--no-llm-cache", action="store_true", help="with --rag: every call for real (timings)")
     parser.add_argument("--rag-answers", type=int, help="only the first N answers of --rag (a side-by-side timing)")
     args = parser.parse_args(argv)
     if args.rag:
@@ -254,7 +255,7 @@ def compare_candidates(args: argparse.Namespace) -> int:
 
     rows = []
     for model in args.models:
-        llm = LLMClient(LLMSettings(model=model, max_tokens=args.max_tokens, cache=True, concurrency=1,
+        llm = LLMClient(LLMSettings(model=model, max_tokens=args.max_tokens, cache=not args.no_llm_cache, concurrency=1,
                                     timeout_s=1800))
         for candidate in args.candidates:
             for name, answers in sets.items():
