@@ -27,7 +27,7 @@ import json
 import random
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -180,6 +180,24 @@ def table(rows: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+def records_store(args: argparse.Namespace) -> tuple[dict[str, list[dict[str, Any]]], Callable[[], None]]:
+    """The per-item records already in `--out` (a run resumes) and the function that saves them;
+    `--threads` set for local models (on a loaded machine one thread wastes less time waiting)."""
+    if args.threads:
+        from ragwatch.llm import local
+
+        local.N_THREADS = args.threads
+    store: dict[str, list[dict[str, Any]]] = (
+        json.loads(args.out.read_text()) if args.out and args.out.is_file() else {})
+
+    def save() -> None:
+        if args.out:
+            args.out.parent.mkdir(parents=True, exist_ok=True)
+            args.out.write_text(json.dumps(store, indent=1))
+
+    return store, save
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--qags", help="QAGS-XSum JSONL (context, claim, label)")
@@ -205,17 +223,7 @@ def main(argv: list[str] | None = None) -> int:
         return compare_candidates(args)
 
     sets = load_sets(args)
-    if args.threads:  # on a loaded machine one thread wastes less time waiting for the other
-        from ragwatch.llm import local
-
-        local.N_THREADS = args.threads
-    store: dict[str, list[dict[str, Any]]] = (
-        json.loads(args.out.read_text()) if args.out and args.out.is_file() else {})
-
-    def save() -> None:
-        if args.out:
-            args.out.parent.mkdir(parents=True, exist_ok=True)
-            args.out.write_text(json.dumps(store, indent=1))
+    store, save = records_store(args)
 
     # set by set (QAGS first: it chooses the default), one model at a time in this one process
     for name, items in sets.items():
@@ -241,17 +249,7 @@ def compare_candidates(args: argparse.Namespace) -> int:
     sets = {"rag": load_statements(args.rag)[: args.rag_answers]}
     if args.qags:
         sets["qags"] = qags_answers(balanced_order(load_calibration_set(args.qags), args.n_qags, args.seed))
-    if args.threads:
-        from ragwatch.llm import local
-
-        local.N_THREADS = args.threads
-    store: dict[str, list[dict[str, Any]]] = (
-        json.loads(args.out.read_text()) if args.out and args.out.is_file() else {})
-
-    def save() -> None:
-        if args.out:
-            args.out.parent.mkdir(parents=True, exist_ok=True)
-            args.out.write_text(json.dumps(store, indent=1))
+    store, save = records_store(args)
 
     rows = []
     for model in args.models:

@@ -130,6 +130,9 @@ def cross_fitted(records: list[dict[str, Any]], features: tuple[str, ...], *, n_
     scores, verdicts = [0.0] * len(records), [False] * len(records)
     for fold in range(n_folds):
         train = [r for r, f in zip(records, folds, strict=True) if f != fold]
+        if len({r["label"] for r in train}) < 2:
+            raise SystemExit(f"too few labelled answers to cross-fit ({len(records)} statements): a fold's training "
+                             "part holds one class only; use more answers (--rag-answers) or the whole set")
         model = fit_support_model(train, features)
         for i, (r, f) in enumerate(zip(records, folds, strict=True)):
             if f == fold:
