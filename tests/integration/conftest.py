@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
@@ -104,6 +105,8 @@ def oracle_module(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
         "is the default orchestrator of ZenML.']}\n"
     )
     monkeypatch.syspath_prepend(str(tmp_path))
+    # each test's module reads its own answers file: never the one an earlier test imported
+    monkeypatch.delitem(sys.modules, "fixed_rag", raising=False)
 
     def set_answers(table: dict[str, str]) -> None:
         answers_file.write_text(json.dumps(table))
