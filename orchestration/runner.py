@@ -195,7 +195,7 @@ def evaluation_summary(run: Any) -> str:
     report = ReportSettings.model_validate(config.get("report", {})) if isinstance(config, dict) else ReportSettings()
     timings = step_timings(run.id)
     slowest = sorted(timings.items(), key=lambda kv: -kv[1])[:6]
-    return (summary_text(metrics.metrics, named, gate, report.headline)
+    return (summary_text(metrics.metrics, named, gate, report.headline, metrics.unavailable)
             + "\n\nslowest steps: " + ", ".join(f"{name} {seconds:.1f} s" for name, seconds in slowest))
 
 
@@ -206,7 +206,7 @@ def format_outcome(outcome: RunOutcome) -> str:
         lines += ["", outcome.summary, ""]
     lines += outcome.notes
     if outcome.metrics is not None:
-        lines += ["", metrics_text(outcome.metrics.metrics)]
+        lines += ["", metrics_text(outcome.metrics.metrics, outcome.metrics.unavailable)]
     if outcome.gate is not None:
         lines += ["", f"gate: {gate_label(outcome.gate)}"] + [f"  - {reason}" for reason in outcome.gate.reasons]
     if outcome.report_path is not None:

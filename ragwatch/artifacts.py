@@ -43,11 +43,14 @@ class AnswerSet(BaseModel):
 
 
 class MetricGroup(BaseModel):
-    """One group of metrics (retrieval, e2e, judges) of one run."""
+    """One group of metrics (retrieval, e2e, judges) of one run. `unavailable`: metric name -> why this
+    system cannot have it (e.g. answer confidence of a system that returns no logprobs): listed as not
+    available, neither a metric nor failed items."""
 
     group: str
     metrics: dict[str, MetricResult] = Field(default_factory=dict)
     details: dict[str, Any] = Field(default_factory=dict)
+    unavailable: dict[str, str] = Field(default_factory=dict)
 
     def summary(self) -> dict[str, dict[str, Any]]:
         return {name: result.summary() for name, result in self.metrics.items()}

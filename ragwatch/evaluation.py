@@ -15,11 +15,12 @@ from typing import Any
 
 import pandas as pd
 
+from ragwatch.artifacts import MetricGroup
 from ragwatch.config import RetrievalEvalSettings, SystemUnderTest
 from ragwatch.e2e import E2EReport, E2ETables, run_e2e_tests
 from ragwatch.embeddings import Embedder
 from ragwatch.index import Index
-from ragwatch.judges import JudgesConfig, build_judges, compare_judges, run_judges
+from ragwatch.judges import JudgesConfig, build_judges, compare_judges, run_judges, unavailable_metrics
 from ragwatch.llm.client import LLMClient
 from ragwatch.llm.types import LLMSettings
 from ragwatch.rag import RAGSystem, build_rag
@@ -97,16 +98,20 @@ def judge_answers(
     config: JudgesConfig,
     embedder: Embedder | None = None,
     generator: LLMSettings | None = None,
-) -> tuple[dict[str, MetricResult], dict[str, Any]]:
-    """Every enabled judge on the answered samples; returns the metrics and the judge LLM's usage.
+) -> MetricGroup:
+    """Every enabled judge on the answered samples: the metrics, the judge LLM's usage
+    (`details["usage"]`) and the metrics this system cannot have (`unavailable`, with the reason).
 
     `generator` is the built-in system's generator (None for a system of the user's own): answer
-    confidence uses the logprobs captured at generation, perplexity may rescore answers with it.
+    confidence uses the logprobs captured at generation, perplexity may rescore answers with it; a
+    system whose answers carry no logprobs has neither (not available, not failed).
     """
     llm = LLMClient(config.llm)
     generator_llm = LLMClient(generator) if generator is not None else None
     judges = build_judges(config, llm, embedder=embedder, generator_llm=generator_llm)
-    return run_judges(judges, samples, answers), llm.usage.model_dump()
+    metrics = run_judges(judges, samples, answers)
+    return MetricGroup(group="judges", metrics=metrics, details={"usage": llm.usage.model_dump()},
+                       unavailable=unavailable_metrics(judges, answers))
 
 
 def judge_panel(
@@ -126,8 +131,7 @@ def judge_panel(
     results = {config.llm.model: primary}
     for settings in panel:
         panel_config = config.model_copy(update={"llm": settings})
-        metrics, _usage = judge_answers(samples, answers, panel_config, embedder, generator)
-        results[settings.model] = metrics
+        results[settings.model] = judge_answers(samples, answers, panel_config, embedder, generator).metrics
     return compare_judges(results, reference=config.llm.model)
 
 

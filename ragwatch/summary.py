@@ -63,6 +63,7 @@ class HeadlineRow:
     metric: str
     result: MetricResult | None
     deltas: dict[str, Delta] = field(default_factory=dict)  # baseline label -> delta
+    unavailable: str | None = None  # why this system cannot have the metric (no result, not a failure)
 
     @property
     def weighted(self) -> float | None:
@@ -72,12 +73,17 @@ class HeadlineRow:
 
 
 def headline_rows(metrics: Mapping[str, MetricResult], comparisons: Mapping[str, Comparison],
-                  names: list[str] | None = None) -> list[HeadlineRow]:
-    """One row per headline name: the first metric it matches (exact names first), or an empty row."""
+                  names: list[str] | None = None, unavailable: Mapping[str, str] | None = None) -> list[HeadlineRow]:
+    """One row per headline name: the first metric it matches (exact names first), or an empty row
+    (with the reason when the metric is `unavailable` for this system)."""
     rows = []
+    unavailable = unavailable or {}
     for pattern in names if names is not None else DEFAULT_HEADLINE:
         name = pattern if pattern in metrics else next((m for m in metrics if matches(m, pattern)), pattern)
-        row = HeadlineRow(metric=name, result=metrics.get(name))
+        if name not in metrics:
+            name = pattern if pattern in unavailable else next((m for m in unavailable if matches(m, pattern)), name)
+        row = HeadlineRow(metric=name, result=metrics.get(name),
+                          unavailable=unavailable.get(name) if name not in metrics else None)
         for label, cmp in comparisons.items():
             row.deltas[label] = _delta(cmp, name)
         rows.append(row)
@@ -168,6 +174,15 @@ def judge_warnings(metrics: Mapping[str, MetricResult]) -> list[str]:
     return warnings
 
 
+def unavailable_lines(unavailable: Mapping[str, str] | None) -> list[str]:
+    """The metrics this system cannot have, one line per reason:
+    "answer_confidence, perplexity: not available for this system (it returns no token logprobs)"."""
+    by_reason: dict[str, list[str]] = {}
+    for name, reason in sorted((unavailable or {}).items()):
+        by_reason.setdefault(reason, []).append(name)
+    return [f"{', '.join(names)}: {reason}" for reason, names in by_reason.items()]
+
+
 def judge_models(metrics: Mapping[str, MetricResult]) -> str:
     """The models behind the run's judged metrics, each with the metrics it scored ("-" when none)."""
     scored: dict[str, list[str]] = {}
@@ -178,10 +193,12 @@ def judge_models(metrics: Mapping[str, MetricResult]) -> str:
 
 
 def summary_text(metrics: Mapping[str, MetricResult], comparisons: Mapping[str, Comparison],
-                 gate: GateDecision | None, names: list[str] | None = None) -> str:
-    """The summary as plain text for a terminal: verdict line, headline table, gate reasons, warnings."""
+                 gate: GateDecision | None, names: list[str] | None = None,
+                 unavailable: Mapping[str, str] | None = None) -> str:
+    """The summary as plain text for a terminal: verdict line, headline table, gate reasons, warnings,
+    the metrics not available for this system."""
     _, line = verdict_line(comparisons, gate)
-    rows = headline_rows(metrics, comparisons, names)
+    rows = headline_rows(metrics, comparisons, names, unavailable)
     labels = list(comparisons)
     head = ["metric", "value", "95% CI", "n"] + [f"vs {label}" for label in labels]
     table = [head] + [[r.metric, _value(r), _ci(r.result), _n(r.result)]
@@ -197,14 +214,17 @@ def summary_text(metrics: Mapping[str, MetricResult], comparisons: Mapping[str, 
     warnings = (gate.flags if gate is not None else []) + judge_warnings(metrics)
     if warnings:
         out += ["", "warnings:"] + [f"  ! {w}" for w in dict.fromkeys(warnings)]
+    if lines := unavailable_lines(unavailable):
+        out += ["", "not available:"] + [f"  - {x}" for x in lines]
     return "\n".join(out)
 
 
 def summary_markdown(metrics: Mapping[str, MetricResult], comparisons: Mapping[str, Comparison],
-                     gate: GateDecision | None, names: list[str] | None = None) -> str:
+                     gate: GateDecision | None, names: list[str] | None = None,
+                     unavailable: Mapping[str, str] | None = None) -> str:
     """The same summary in Markdown (the top of the `summary` artifact)."""
     _, line = verdict_line(comparisons, gate)
-    rows = headline_rows(metrics, comparisons, names)
+    rows = headline_rows(metrics, comparisons, names, unavailable)
     labels = list(comparisons)
     out = [f"**{md_cell(line)}**", "",
            "| metric | value | 95% CI | n | " + " | ".join(f"vs {md_cell(x)}" for x in labels) + " |",
@@ -215,12 +235,14 @@ def summary_markdown(metrics: Mapping[str, MetricResult], comparisons: Mapping[s
     warnings = (gate.flags if gate is not None else []) + judge_warnings(metrics)
     if warnings:
         out += [""] + [f"> ⚠ {md_cell(w)}" for w in dict.fromkeys(warnings)]
+    if lines := unavailable_lines(unavailable):
+        out += [""] + [f"- {md_cell(x)}" for x in lines]
     return "\n".join(out)
 
 
 def _value(row: HeadlineRow) -> str:
     if row.result is None:
-        return "not measured"
+        return "not available" if row.unavailable else "not measured"
     text = fmt_num(row.result.score)
     if row.weighted is not None:
         text += f" (weighted {fmt_num(row.weighted)})"
@@ -356,15 +378,17 @@ def comparison_html(cmp: Comparison, *, heading: bool = True) -> str:
 # ---------------------------------------------------------------- every metric, for the terminal
 
 
-def metrics_text(metrics: Mapping[str, MetricResult]) -> str:
+def metrics_text(metrics: Mapping[str, MetricResult], unavailable: Mapping[str, str] | None = None) -> str:
     """Every metric of a run with its interval, n, failures and interval method (what run.py prints
-    below the headline), then the prediction-powered estimates where human labels exist."""
+    below the headline), the metrics not available for this system, then the prediction-powered
+    estimates where human labels exist."""
     lines = [f"{'metric':<34} {'score':>7}  {'95% interval':<17} {'n':>4} {'failed':>6}  interval method"]
     for name, result in sorted(metrics.items()):
         score = "-" if result.score is None else f"{result.score:.3f}"
         interval = "" if result.ci_low is None else f"[{result.ci_low:.3f}, {result.ci_high:.3f}]"
         lines.append(f"{name:<34} {score:>7}  {interval:<17} {result.n_scored:>4} {result.n_failed:>6}  "
                      f"{result.ci_method or ''}")
+    lines += unavailable_lines(unavailable)
     labelled = {name: r.labelled for name, r in sorted(metrics.items()) if r.labelled}
     if labelled:  # human labels on some items: the prediction-powered estimate beside the judge's
         lines += ["", "with human labels (PPI++: the judge on every item, corrected by the labelled ones):"]

@@ -99,17 +99,18 @@ def judge_answers_step(
     export_api_keys()
     samples, answered = generation_samples(eval_set.samples), list(answers.answers)
     embedder = get_embedder(embedding)
-    metrics, usage = judge_answers(samples, answered, judges, embedder=embedder, generator=generator)
+    group = judge_answers(samples, answered, judges, embedder=embedder, generator=generator)
     agreement = pd.DataFrame(columns=["metric", "judge"])
     if judge_panel_models:
-        agreement = judge_panel(samples, answered, judges, judge_panel_models, metrics, embedder, generator)
+        agreement = judge_panel(samples, answered, judges, judge_panel_models, group.metrics, embedder, generator)
     log_metadata(
         metadata={
-            "judges": {name: m.score for name, m in metrics.items() if m.score is not None},
-            "usage": {"judge": usage},
+            "judges": {name: m.score for name, m in group.metrics.items() if m.score is not None},
+            "usage": {"judge": group.details["usage"]},
+            **({"not_available": group.unavailable} if group.unavailable else {}),
         }
     )
-    return MetricGroup(group="judges", metrics=metrics, details={"usage": usage}), agreement
+    return group, agreement
 
 
 @step

@@ -72,7 +72,7 @@ def track_evaluation(
     system = system_metrics(generation_samples(eval_set.samples), answers.answers, match=config.retrieval.match,
                             k=reported_top_k(answers.system))
     metrics = {**retrieval.metrics, **system, **e2e.metrics, **judges.metrics}
-    merged = MetricGroup(group="all", metrics=metrics)
+    merged = MetricGroup(group="all", metrics=metrics, unavailable=judges.unavailable)
 
     comparisons = RunComparisons()
     previous = previous_evaluation(exclude_run_id=run.id)
@@ -184,8 +184,8 @@ def build_report_step(
         run_info["production"] = f"{comparisons.production_version}, evaluated in {comparisons.production_run}"
     html = build_html_report(
         title, metrics.metrics, results, comparisons=named, agreement=agreement if len(agreement) else None,
-        run_info=run_info, gate=gate, thresholds=config.gate, settings=config.report,
+        run_info=run_info, gate=gate, thresholds=config.gate, settings=config.report, unavailable=metrics.unavailable,
     )
     summary = build_markdown_summary(title, metrics.metrics, comparisons=named, gate=gate, run_info=run_info,
-                                     settings=config.report, timings=timings)
+                                     settings=config.report, timings=timings, unavailable=metrics.unavailable)
     return HTMLString(html), MarkdownString(summary)

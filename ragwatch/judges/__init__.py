@@ -15,7 +15,7 @@ from ragwatch.judges.base import FewShotExample, Judge, fence
 from ragwatch.judges.config import JudgesConfig, build_judges
 from ragwatch.judges.correctness import CorrectnessJudge
 from ragwatch.judges.custom import CustomRubric, CustomRubricJudge, load_custom_rubrics, parse_custom_rubrics
-from ragwatch.judges.engine import Call, LLMJudge, Score, gather, run_judge, run_judges
+from ragwatch.judges.engine import Call, LLMJudge, Score, gather, run_judge, run_judges, unavailable_metrics
 from ragwatch.judges.faithfulness import FaithfulnessJudge
 from ragwatch.judges.injection import PAYLOADS, InjectionResult, inject, measure_injection
 from ragwatch.judges.likert import Criterion, LikertJudge
@@ -65,5 +65,6 @@ __all__ = [
     "register_judge",
     "run_judge",
     "run_judges",
+    "unavailable_metrics",
     "verify_statements",
 ]

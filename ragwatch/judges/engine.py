@@ -152,6 +152,12 @@ class LLMJudge:
         """Judge-level details of one metric (prompt family, ...)."""
         return {}
 
+    def unavailable(self, answers: Sequence[RagAnswer]) -> str | None:
+        """Why this judge can score none of this system's answers (a property of the system, e.g. it
+        returns no token logprobs), or None. `run_judges` then reports its metrics as unavailable
+        (`unavailable_metrics`) instead of as one failure per item."""
+        return None
+
     def call(
         self, messages: list[dict[str, str]], schema: type[BaseModel] | None = None, system: str | None = None
     ) -> Call:
@@ -340,8 +346,24 @@ def _missing(metric: str) -> Score:
     return Score(error=f"the judge returned no score for {metric}")
 
 
+def unavailable_metrics(judges: Sequence[Any], answers: Sequence[RagAnswer]) -> dict[str, str]:
+    """Metric name -> why the system under test cannot have it (`LLMJudge.unavailable`); `run_judges`
+    leaves these judges out, so the run lists them as not available rather than as failed items."""
+    out: dict[str, str] = {}
+    for judge in judges:
+        if (reason := _unavailable(judge, answers)) is not None:
+            out.update(dict.fromkeys(judge.metrics, reason))
+    return out
+
+
+def _unavailable(judge: Any, answers: Sequence[RagAnswer]) -> str | None:
+    check = getattr(judge, "unavailable", None)  # a judge of one's own need not derive from LLMJudge
+    return check(answers) if check is not None else None
+
+
 def run_judges(judges: Sequence[Any], samples: list[EvalSample], answers: list[RagAnswer]) -> dict[str, MetricResult]:
     """Run every judge; each contributes all its metrics. Two judges may not yield one metric name.
+    A judge that is unavailable for this system (`unavailable_metrics`) contributes none.
 
     Example:
         >>> results = run_judges(build_judges(JudgesConfig(), llm), samples, answers)  # doctest: +SKIP
@@ -349,6 +371,8 @@ def run_judges(judges: Sequence[Any], samples: list[EvalSample], answers: list[R
     check_aligned(samples, answers)
     results: dict[str, MetricResult] = {}
     for judge in judges:
+        if _unavailable(judge, answers) is not None:
+            continue
         for name, result in judge.evaluate_all(samples, answers).items():
             if name in results:
                 raise ValueError(f"two judges produce a metric named {name!r}: give custom judges unique names")

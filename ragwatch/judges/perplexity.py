@@ -6,7 +6,10 @@ for any provider that returns logprobs; no extra call). From it:
   (0-1, higher is better: the generator was sure of what it wrote);
 - `perplexity` = exp(-mean logprob) (lower is better). An answer without captured logprobs is
   rescored with the generator's client when it can score text (`LLMClient.perplexity`, the
-  in-process provider); otherwise the item fails with the reason.
+  in-process provider); otherwise the item fails with the reason. A system none of whose answers
+  carries logprobs and that cannot be rescored (a callable or HTTP system, an API generator without
+  logprobs) does not have these metrics: `unavailable` says so (`NOT_AVAILABLE`) and the run lists
+  them as not available for this system instead of failing every item.
 
 Example:
     >>> gen_llm = LLMClient(LLMSettings(model="local/smollm2-135m-instruct"))  # doctest: +SKIP
@@ -16,6 +19,7 @@ Example:
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import Any, Literal
 
 from ragwatch.judges.base import answer_error
@@ -25,6 +29,7 @@ from ragwatch.results import MetricInfo
 from ragwatch.types import EvalSample, RagAnswer
 
 NO_LOGPROBS = "provider returns no logprobs"
+NOT_AVAILABLE = "not available for this system (it returns no token logprobs)"
 Source = Literal["auto", "generation", "rescore"]
 
 
@@ -48,6 +53,22 @@ class PerplexityJudge(LLMJudge):
 
     def details(self, metric: str) -> dict[str, Any]:
         return {"generator_model": model_name(self.generator), "source": self.source}
+
+    def unavailable(self, answers: Sequence[RagAnswer]) -> str | None:
+        """`NOT_AVAILABLE` when no given answer carries logprobs and none can be rescored; when some
+        answers carry them, the others fail one by one with the reason (see `plan`)."""
+        given = [a for a in answers if answer_error(a) is None and a.answer.strip()]
+        if not given or self._can_rescore():
+            return None
+        if self.source == "rescore":
+            return "not available for this system (source: rescore, and no generator model that can score text)"
+        return NOT_AVAILABLE if all(a.mean_logprob is None for a in given) else None
+
+    def _can_rescore(self) -> bool:
+        """Whether the generator's client can score a given text (an API provider cannot)."""
+        if self.source == "generation" or self.generator is None or not hasattr(self.generator, "perplexity"):
+            return False
+        return bool(getattr(self.generator, "is_local", True))
 
     def plan(self, sample: EvalSample, answer: RagAnswer) -> Outcome:
         """No judge call: the generation-time logprob, or one local rescoring of the answer text."""

@@ -24,11 +24,14 @@ def build_markdown_summary(
     max_reasons: int = 3,
     settings: ReportSettings | None = None,
     timings: Mapping[str, float] | None = None,
+    unavailable: Mapping[str, str] | None = None,
 ) -> str:
     """A short Markdown summary: the verdict line and headline metrics first (as at the top of the
-    HTML report), then the gate's reasons, every metric, failures, changes and per-step timings."""
+    HTML report), then the gate's reasons, every metric, failures, changes and per-step timings.
+    `unavailable`: metric name -> why this system cannot have it (listed, not failed)."""
     settings = settings or ReportSettings()
-    lines = [f"# {md_text(title)}", "", summary_markdown(metrics, comparisons or {}, gate, settings.headline), ""]
+    top = summary_markdown(metrics, comparisons or {}, gate, settings.headline, unavailable)
+    lines = [f"# {md_text(title)}", "", top, ""]
     if gate is not None:
         lines += [f"**Gate: {gate_label(gate)}**", ""] + [f"- {md_text(r)}" for r in gate.reasons] + [""]
     if run_info:

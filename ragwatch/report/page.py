@@ -33,6 +33,7 @@ from ragwatch.summary import (
     headline_rows,
     judge_warnings,
     labelled_text,
+    unavailable_lines,
     verdict_line,
 )
 
@@ -54,13 +55,17 @@ def build_html_report(
     n_worst: int = 10,
     worst_by: str | None = None,
     settings: ReportSettings | None = None,
+    unavailable: Mapping[str, str] | None = None,
 ) -> str:
-    """One self-contained HTML page for an evaluation run, the answer to "better or worse?" first.
+    """One self-contained HTML page for an evaluation run, read top-down as a lead would.
 
     The top: one verdict line (vs each comparison, and the gate), the headline metrics of
     `settings.headline` with value, interval, n and the delta and verdict vs each comparison, and
-    warnings about judges. Below: every metric, plots, comparisons, keyword tests, unsupported
-    statements, worst and failed items (per-item sections capped at `settings.max_items`).
+    warnings about judges. Then the comparisons, the plots, the items that failed or regressed
+    (keyword tests, unsupported statements, worst and failed items; capped at `settings.max_items`),
+    and last every metric: judge agreement, a table of the other metrics, and one small matrix per
+    retrieval mode (measure x k). `unavailable`: metric name -> why this system cannot have it
+    (listed under the gate, "not available" in the headline; not failed items).
 
     `items`: one row per evaluated item (columns item_id, question, answer, contexts,
     reference_answer, one column per metric and `<metric>__reason` / `<metric>__error`); any of
@@ -72,19 +77,20 @@ def build_html_report(
     items = items.reset_index(drop=True) if items is not None else pd.DataFrame({"item_id": []})
     thresholds = thresholds or GateThresholds()
     settings = settings or _DEFAULT_SETTINGS
+    unavailable = unavailable or {}
     sections = [
-        _verdict_section(metrics, comparisons or {}, gate, settings),
-        _summary_section(metrics, items, gate),
-        _all_metrics_section(metrics, thresholds),
+        _verdict_section(metrics, comparisons or {}, gate, settings, unavailable),
+        _summary_section(metrics, items, gate, unavailable),
+        _comparison_section(comparisons),
         interval_plot_section(metrics),
         at_k_section(metrics),
         distribution_section(metrics),
-        _agreement_section(agreement),
-        _comparison_section(comparisons),
         _keyword_tests_section(metrics, settings.max_items),
         _unsupported_section(metrics, items, settings.max_items),
         _worst_section(metrics, items, thresholds, n_worst, worst_by),
         _failed_section(metrics, items, settings.max_items),
+        _agreement_section(agreement),
+        _all_metrics_section(metrics, thresholds),
         _run_info_section(run_info),
     ]
     body = "\n".join(s for s in sections if s)
@@ -100,7 +106,7 @@ def build_html_report(
 
 
 def _summary_section(metrics: Mapping[str, MetricResult], items: pd.DataFrame,
-                     gate: GateDecision | None) -> str:
+                     gate: GateDecision | None, unavailable: Mapping[str, str]) -> str:
     failed = sum(m.n_failed for m in metrics.values())
     scored = sum(m.n_scored for m in metrics.values())
     parts = [f"<b>{len(items)}</b> items", f"<b>{len(metrics)}</b> metrics",
@@ -110,15 +116,17 @@ def _summary_section(metrics: Mapping[str, MetricResult], items: pd.DataFrame,
         cls, verdict = ("ok" if gate.promote else "bad"), gate_label(gate)
         reasons = "".join(f"<li>{esc(r)}</li>" for r in gate.reasons)
         out += f'<div class="gate {cls}"><b>Gate: {verdict}</b><ul>{reasons}</ul></div>'
+    if lines := unavailable_lines(unavailable):
+        out += '<ul id="unavailable" class="hint">' + "".join(f"<li>{esc(x)}</li>" for x in lines) + "</ul>"
     return out
 
 
 def _verdict_section(metrics: Mapping[str, MetricResult], comparisons: Mapping[str, Comparison],
-                     gate: GateDecision | None, settings: ReportSettings) -> str:
+                     gate: GateDecision | None, settings: ReportSettings, unavailable: Mapping[str, str]) -> str:
     """The first screen: one verdict line, the headline table, warnings about judges."""
     cls, line = verdict_line(comparisons, gate)
     out = f'<div id="verdict" class="verdict-line {cls}">{esc(line)}</div>'
-    out += _headline_table(headline_rows(metrics, comparisons, settings.headline), list(comparisons))
+    out += _headline_table(headline_rows(metrics, comparisons, settings.headline, unavailable), list(comparisons))
     warnings = list(dict.fromkeys((gate.flags if gate is not None else []) + judge_warnings(metrics)))
     if warnings:
         out += ('<div class="warnbox"><b>Judges to distrust</b><ul>'
@@ -132,7 +140,9 @@ def _headline_table(rows: list[HeadlineRow], labels: list[str]) -> str:
     body = []
     for r in rows:
         m = r.result
-        if m is None:
+        if m is None and r.unavailable:
+            cells = f'<td colspan="3" class="hint" title="{esc(r.unavailable)}">not available for this system</td>'
+        elif m is None:
             cells = '<td colspan="3" class="hint">not measured in this run</td>'
         else:
             weighted = f' <span class="hint">(weighted {fmt_num(r.weighted)})</span>' if r.weighted is not None else ""
@@ -152,8 +162,12 @@ def _headline_table(rows: list[HeadlineRow], labels: list[str]) -> str:
 
 
 def _all_metrics_section(metrics: Mapping[str, MetricResult], thresholds: GateThresholds) -> str:
+    """Every metric, last: one table of the non-retrieval metrics, then one matrix per retrieval mode."""
+    retrieval = {n: m for n, m in metrics.items() if m.info.family == "retrieval"}
     rows = []
     for name, m in metrics.items():
+        if name in retrieval:
+            continue
         direction = "↑" if is_higher_better(name, m, thresholds) else "↓"
         failed = f'<td class="num{" warn" if m.n_failed else ""}">{m.n_failed}</td>'
         rows.append(
@@ -164,10 +178,45 @@ def _all_metrics_section(metrics: Mapping[str, MetricResult], thresholds: GateTh
         )
     head = "<tr><th>metric</th><th>kind</th><th>score</th><th>prob-weighted</th><th>95% CI</th>" \
            "<th>n scored</th><th>n failed</th><th>better</th></tr>"
-    return (f"<h2>All metrics</h2><table><thead>{head}</thead><tbody>{''.join(rows)}</tbody></table>"
-            '<p class="hint">score: greedy judge verdicts; prob-weighted: the judge\'s probabilities of its '
-            "answers (where the model returns them).</p>"
-            if rows else "<h2>All metrics</h2><p>No metrics.</p>")
+    if not metrics:
+        return '<h2>All metrics</h2><p>No metrics.</p>'
+    table = (f"<table><thead>{head}</thead><tbody>{''.join(rows)}</tbody></table>"
+             '<p class="hint">score: greedy judge verdicts; prob-weighted: the judge\'s probabilities of its '
+             "answers (where the model returns them).</p>" if rows else "")
+    return '<h2>All metrics</h2>' + table + _retrieval_matrices(retrieval)
+
+
+def _retrieval_matrices(metrics: Mapping[str, MetricResult]) -> str:
+    """One small matrix per retrieval mode: a row per measure, a column per k (a measure without k,
+    e.g. MRR over the whole ranking, in its own column); each cell the value and its interval."""
+    if not metrics:
+        return ""
+    modes: dict[str, dict[str, dict[int | None, MetricResult]]] = {}
+    for m in metrics.values():
+        modes.setdefault(m.info.mode or "-", {}).setdefault(m.info.measure or m.name, {})[m.info.k] = m
+    out = ['<h3>Retrieval</h3><p class="hint">value [95% interval] per measure (rows) and k (columns).</p>']
+    for mode, measures in modes.items():
+        ks = sorted({k for cells in measures.values() for k in cells if k is not None})
+        columns: list[int | None] = [*ks, None] if any(None in cells for cells in measures.values()) else ks
+        head = "".join(f"<th>@{k}</th>" if k is not None else "<th>whole ranking</th>" for k in columns)
+        body = []
+        for measure, cells in measures.items():
+            tds = "".join(_matrix_cell(cells.get(k)) for k in columns)
+            body.append(f"<tr><th>{esc(measure)}</th>{tds}</tr>")
+        ns = sorted({m.n_scored for cells in measures.values() for m in cells.values()})
+        failed = sum(m.n_failed for cells in measures.values() for m in cells.values())
+        caption = f"{esc(mode)} <span class=\"hint\">(n = {', '.join(map(str, ns))} questions" + (
+            f', <span class="warn">{failed} failed item scores</span>' if failed else "") + ")</span>"
+        out.append(f'<table class="retrieval-matrix" data-mode="{esc(mode)}"><caption>{caption}</caption>'
+                   f"<thead><tr><th>measure</th>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>")
+    return "".join(out)
+
+
+def _matrix_cell(m: MetricResult | None) -> str:
+    if m is None:
+        return '<td class="num">-</td>'
+    interval = f' <span class="hint">{ci_text(m)}</span>' if m.ci_low is not None else ""
+    return f'<td class="num">{fmt_num(m.score)}{interval}</td>'
 
 
 def _keyword_tests_section(metrics: Mapping[str, MetricResult], max_items: int) -> str:

@@ -30,8 +30,9 @@ def items(tmp_path, monkeypatch) -> tuple[list[EvalSample], list[RagAnswer]]:
 def test_judge_panel_compares_models_in_one_table(items) -> None:
     samples, answers = items
     config = JudgesConfig(llm=_judge("openai/judge-a", 5), enabled=["correctness"])
-    primary, usage = judge_answers(samples, answers, config)
-    assert primary["correctness"].score == 5.0 and usage["calls"] == 4
+    judged = judge_answers(samples, answers, config)
+    primary = judged.metrics
+    assert primary["correctness"].score == 5.0 and judged.details["usage"]["calls"] == 4 and not judged.unavailable
     panel = [_judge("openai/judge-b", 2)]
 
     table = judge_panel(samples, answers, config, panel, primary)
@@ -46,7 +47,7 @@ def test_judge_panel_compares_models_in_one_table(items) -> None:
 def test_results_frame_has_a_row_per_sample_with_scores_and_reasons(items) -> None:
     samples, answers = items
     config = JudgesConfig(llm=_judge("openai/judge-a", 3), enabled=["correctness"])
-    metrics, _ = judge_answers(samples, answers, config)
+    metrics = judge_answers(samples, answers, config).metrics
     frame = results_frame(samples, answers, metrics)
     assert list(frame["item_id"]) == ["q0", "q1", "q2", "q3"]
     assert (frame["correctness"] == 3.0).all()

@@ -9,10 +9,23 @@ import pytest
 from test_judges_support import fake_server, sample
 from test_rag import HashEmbedder
 
+from ragwatch.artifacts import MetricGroup
 from ragwatch.chunking import Chunk
+from ragwatch.compare import compare_runs
+from ragwatch.gate import gate_decision
 from ragwatch.index import Index
-from ragwatch.judges import JudgesConfig, build_judges, run_judges
+from ragwatch.judges import (
+    JudgesConfig,
+    PerplexityJudge,
+    SimilarityJudge,
+    build_judges,
+    run_judges,
+    unavailable_metrics,
+)
+from ragwatch.judges.perplexity import NO_LOGPROBS, NOT_AVAILABLE
 from ragwatch.rag import BuiltinRAG, RagSettings
+from ragwatch.summary import metrics_text, summary_text
+from ragwatch.types import RagAnswer
 
 __all__ = ["fake_server"]
 
@@ -39,3 +52,65 @@ def test_confidence_is_captured_at_generation_and_judged_without_extra_calls(fak
     assert results["answer_confidence"].score == pytest.approx(math.exp(expected))
     assert results["perplexity"].score == pytest.approx(math.exp(-expected))
     assert results["answer_confidence"].items[0].details["source"] == "captured at generation"
+
+
+def _system_answers(logprobs: list[float | None]) -> list[RagAnswer]:
+    """Answers as a system returns them: a callable or HTTP system carries no token logprobs."""
+    return [RagAnswer(question=f"Question {i}?", answer=f"Answer {i}.", mean_logprob=lp)
+            for i, lp in enumerate(logprobs)]
+
+
+def _judge_run(logprobs: list[float | None], seed: int = 0) -> MetricGroup:
+    """The judges of one run of a system of the user's own (no generator to rescore with)."""
+    samples = [sample(i) for i in range(len(logprobs))]
+    answers = _system_answers(logprobs)
+    judges = [PerplexityJudge(None), SimilarityJudge(HashEmbedder())]
+    return MetricGroup(group="judges", metrics=run_judges(judges, samples, answers),
+                       unavailable=unavailable_metrics(judges, answers))
+
+
+def test_a_system_without_logprobs_has_no_confidence_metrics_rather_than_failed_items():
+    run = _judge_run([None] * 6)
+    assert "answer_confidence" not in run.metrics and "perplexity" not in run.metrics
+    assert run.unavailable == {"answer_confidence": NOT_AVAILABLE, "perplexity": NOT_AVAILABLE}
+    assert run.metrics["similarity"].n_scored == 6  # the other judges run as before
+    assert sum(m.n_failed for m in run.metrics.values()) == 0
+    text = metrics_text(run.metrics, run.unavailable)
+    assert "answer_confidence, perplexity: not available for this system (it returns no token logprobs)" in text
+
+
+def test_two_runs_without_logprobs_compare_without_a_not_comparable_row_or_a_gate_reason():
+    new, old = _judge_run([None] * 6), _judge_run([None] * 6)
+    cmp = compare_runs(new.metrics, old.metrics, new_label="this run", old_label="production")
+    assert {r.metric for r in cmp.rows} == {"similarity"}
+    assert "not_comparable" not in cmp.counts()
+    decision = gate_decision(cmp)
+    assert decision.promote and not any("perplexity" in r or "confidence" in r for r in decision.reasons)
+    summary = summary_text(new.metrics, {"production": cmp}, decision,
+                           ["similarity", "answer_confidence"], new.unavailable)
+    row = next(line for line in summary.splitlines() if line.startswith("answer_confidence"))
+    assert "not available" in row and "not measured" not in row
+    assert "answer_confidence, perplexity: not available for this system" in summary
+
+
+def test_some_answers_with_logprobs_and_some_without_fail_those_items_with_the_reason():
+    run = _judge_run([-0.2, None, -0.4, None])
+    assert not run.unavailable
+    confidence = run.metrics["answer_confidence"]
+    assert confidence.n_scored == 2 and confidence.n_failed == 2
+    failed = [it for it in confidence.items if not it.ok]
+    assert [it.item_id for it in failed] == ["q1", "q3"]
+    assert all(NO_LOGPROBS in (it.error or "") for it in failed)
+
+
+def test_a_local_generator_rescores_answers_without_logprobs_so_the_metrics_stay():
+    class Rescorer:
+        def perplexity(self, text: str) -> float:
+            return 4.0
+
+    answers = _system_answers([None, None])
+    judge = PerplexityJudge(Rescorer())
+    assert judge.unavailable(answers) is None
+    assert run_judges([judge], [sample(0), sample(1)], answers)["perplexity"].score == pytest.approx(4.0)
+    # every answer failed: the failures say so, not "not available"
+    assert PerplexityJudge(None).unavailable([RagAnswer(question="q", answer="", error="timeout")]) is None

@@ -101,6 +101,54 @@ def test_report_has_every_section(full_report):
     assert "abc123" in full_report and "eval_set_version" in full_report
 
 
+def test_report_reads_top_down_as_a_lead_would(full_report):
+    # verdict, headline, comparison, plots, the items that failed or regressed; every metric last
+    order = ['id="verdict"', 'id="headline"', "<h2>Comparisons</h2>", "<h2>Metrics with 95% intervals</h2>",
+             "<h2>Hit rate and recall at k</h2>", "<h2>Unsupported statements", "<h2>Worst items</h2>",
+             "<h2>Failed items", "<h2>Judge agreement</h2>", "<h2>All metrics</h2>",
+             '<table class="retrieval-matrix"', "<h2>Run info</h2>"]
+    positions = [full_report.index(marker) for marker in order]
+    as_found = [m for _, m in sorted(zip(positions, order, strict=True))]
+    assert positions == sorted(positions), as_found
+
+
+def _matrix(page: str, mode: str) -> str:
+    return re.search(rf'<table class="retrieval-matrix" data-mode="{mode}">.*?</table>', page).group(0)
+
+
+def test_retrieval_metrics_read_as_one_matrix_per_mode(full_report):
+    new, _ = run()
+    every_metric = full_report.split("<h2>All metrics</h2>")[1]
+    assert "<td>vector/hit_rate@1</td>" not in every_metric  # not one row per mode, k and measure
+    assert every_metric.count('class="retrieval-matrix"') == 2
+    for mode in ("vector", "bm25"):
+        table = _matrix(every_metric, mode)
+        assert re.findall(r"<th>(@\d+)</th>", table) == ["@1", "@3", "@5"]
+        row = re.search(r"<tr><th>hit_rate</th>(.*?)</tr>", table).group(1)
+        cells = re.findall(r"<td[^>]*>(.*?)</td>", row)
+        assert len(cells) == 3
+        for k, cell in zip((1, 3, 5), cells, strict=True):
+            m = new[f"{mode}/hit_rate@{k}"]
+            assert f"{m.score:.3f}" in cell and f"[{m.ci_low:.3f}, {m.ci_high:.3f}]" in cell, (mode, k, cell)
+        assert f"n = {new[f'{mode}/hit_rate@1'].n_scored} questions" in table
+
+
+def test_a_metric_not_available_for_the_system_is_said_so_not_measured_or_failed():
+    metrics, items = run()
+    metrics = {k: v for k, v in metrics.items() if k != "perplexity"}
+    reason = "not available for this system (it returns no token logprobs)"
+    page = build_html_report("t", metrics, items, settings=ReportSettings(headline=["answer_confidence",
+                                                                                    "missing_metric"]),
+                             unavailable={"answer_confidence": reason, "perplexity": reason})
+    headline = re.search(r'<table id="headline".*?</table>', page).group(0)
+    row = re.search(r"<tr><td><b>answer_confidence</b></td>.*?</tr>", headline).group(0)
+    assert "not available for this system" in row and "not measured" not in row
+    assert "not measured in this run" in re.search(r"<tr><td><b>missing_metric</b></td>.*?</tr>", headline).group(0)
+    listed = re.search(r'<ul id="unavailable".*?</ul>', page).group(0)
+    assert f"answer_confidence, perplexity: {reason}" in listed
+    assert "perplexity" not in page.split("<h2>Failed items")[1].split("</table>")[0]
+
+
 def test_report_contains_the_plots_as_inline_png(full_report):
     pngs = images(full_report)
     assert len(pngs) == 3  # intervals, hit rate at k, judge histograms
@@ -123,7 +171,8 @@ def test_untrusted_text_is_escaped(full_report):
 def test_headline_table_shows_scores_intervals_and_counts(full_report):
     new, _ = run()
     m = new["answer_relevance"]
-    row = re.search(r"<tr><td>answer_relevance</td><td>judge.*?</tr>", full_report).group(0)
+    every_metric = full_report.split("<h2>All metrics</h2>")[1]
+    row = re.search(r"<tr><td>answer_relevance</td><td>judge.*?</tr>", every_metric).group(0)
     assert f"{m.score:.3f}" in row and f"[{m.ci_low:.3f}, {m.ci_high:.3f}]" in row
     assert f">{m.n_scored}<" in row and f">{m.n_failed}<" in row and m.n_failed == 3
 
@@ -216,7 +265,8 @@ def test_the_at_k_plot_and_the_kinds_come_from_metric_info_not_names():
     odd = {"x": MetricResult.from_items("x", [ItemScore(item_id="a", score=1.0)],
                                         info=MetricInfo(family="retrieval", measure="recall", k=3, mode="bm25"))}
     page = build_html_report("t", odd, None)
-    assert "Hit rate and recall at k" in page and "<td>x</td><td>retrieval</td>" in page
+    assert "Hit rate and recall at k" in page and '<table class="retrieval-matrix" data-mode="bm25">' in page
+    assert "<th>recall</th>" in page and "<th>@3</th>" in page
     # an at-k looking name with no identity is not plotted
     plain = {"bm25/hit_rate@5": MetricResult.from_items("bm25/hit_rate@5", [ItemScore(item_id="a", score=1.0)])}
     assert "Hit rate and recall at k" not in build_html_report("t", plain, None)
