@@ -61,15 +61,14 @@ pytestmark = [
 
 
 def _judge(body: dict) -> str:
-    """Faithfulness: a verdict per STATEMENT fence (supported when it mentions the local orchestrator
-    or a hook); correctness: a stable 1-5 score per prompt."""
+    """Faithfulness: a check per STATEMENT fence (supported, citing sentence 1, when it mentions the
+    local orchestrator or a hook); correctness: a stable 1-5 score per prompt."""
     text = first_user_text(body)
     statements = re.findall(r"<<<BEGIN STATEMENT \d+>>>\n(.*?)\n<<<END", text, re.S)
-    if statements:
-        verdicts = [{"verdict": "yes" if ("local" in s or "hook" in s) else "no",
-                     "reason": "the context says so" if ("local" in s or "hook" in s) else "not in the context"}
-                    for s in statements]
-        return json.dumps({"verdicts": verdicts})
+    if statements:  # evidence first: the first context sentence, for the statements it supports
+        checks = [{"evidence": [1], "verdict": "yes"} if ("local" in s or "hook" in s) else
+                  {"evidence": [], "verdict": "no"} for s in statements]
+        return json.dumps({"checks": checks})
     digest = int(hashlib.sha256(text.encode()).hexdigest(), 16)
     return json.dumps({"reasoning": "compared with the reference", "score": 1 + digest % 5})
 
