@@ -150,27 +150,10 @@ def _statement_spans(answer: str, statements: Sequence[str]) -> list[tuple[int, 
 
 
 def judge_windows(passages: Sequence[str], max_chars: int) -> list[list[tuple[int, int, int]]]:
-    """The context windows a statement-verifying judge read, as (passage, start, end) spans.
+    """The context windows a statement-verifying judge read, as (passage, start, end) spans."""
+    from ragwatch.judges.verify import context_window_spans
 
-    Packs passages exactly as `ragwatch.judges.verify.context_windows` does, keeping offsets.
-    """
-    from ragwatch.judges.verify import split_text
-
-    windows: list[list[tuple[int, int, int]]] = []
-    current: list[tuple[int, int, int]] = []
-    size = 0
-    for p, text in enumerate(passages):
-        offset = 0
-        for piece in split_text(text, max_chars):
-            if current and size + len(piece) > max_chars:
-                windows.append(current)
-                current, size = [], 0
-            current.append((p, offset, offset + len(piece)))
-            size += len(piece)
-            offset += len(piece)
-    if current:
-        windows.append(current)
-    return windows
+    return context_window_spans(passages, max_chars)
 
 
 def _words(text: str) -> set[str]:

@@ -157,21 +157,30 @@ def split_text(text: str, limit: int) -> list[str]:
     return pieces
 
 
-def context_windows(contexts: Sequence[str], max_chars: int) -> list[list[str]]:
-    """Pack passages into windows of at most `max_chars`, splitting any passage longer than that."""
-    windows: list[list[str]] = []
-    current: list[str] = []
+def context_window_spans(contexts: Sequence[str], max_chars: int) -> list[list[tuple[int, int, int]]]:
+    """The windows as (passage, start, end) spans: passages packed into windows of at most `max_chars`,
+    any passage longer than that split (the review page points into them with these offsets)."""
+    windows: list[list[tuple[int, int, int]]] = []
+    current: list[tuple[int, int, int]] = []
     size = 0
-    for ctx in contexts:
+    for p, ctx in enumerate(contexts):
+        offset = 0
         for piece in split_text(ctx, max_chars):
             if current and size + len(piece) > max_chars:
                 windows.append(current)
                 current, size = [], 0
-            current.append(piece)
+            current.append((p, offset, offset + len(piece)))
             size += len(piece)
+            offset += len(piece)
     if current:
         windows.append(current)
     return windows
+
+
+def context_windows(contexts: Sequence[str], max_chars: int) -> list[list[str]]:
+    """Pack passages into windows of at most `max_chars`, splitting any passage longer than that."""
+    return [[contexts[p][start:end] for p, start, end in window]
+            for window in context_window_spans(contexts, max_chars)]
 
 
 class _Check:
