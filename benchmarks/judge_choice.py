@@ -261,7 +261,8 @@ def compare_candidates(args: argparse.Namespace) -> int:
                 records = store.setdefault(key, [])
                 print(f"{key}: {len(answers)} answers ...", file=sys.stderr, flush=True)
                 judge_answers(llm, candidate, answers, records, save)
-                rows.append((key, fit_report(records, seed=args.seed)))
+                shipped = model if candidate == "evidence4" else None  # the verifier the calibration is for
+                rows.append((key, fit_report(records, seed=args.seed, model=shipped)))
                 print(candidate_table(rows[-1:]), file=sys.stderr, flush=True)
         if model.startswith("local/"):
             from ragwatch.llm import local
@@ -273,12 +274,14 @@ def compare_candidates(args: argparse.Namespace) -> int:
 
 def candidate_table(rows: list[tuple[str, dict[str, Any]]]) -> str:
     lines = ["| model / set / verifier | statements (failed) | judge alone: AUC / bal. acc. / kappa | lexical alone "
-             "| judge + lexical (fitted) | s/answer | prompt tok/answer |", "|---|---|---|---|---|---|---|"]
+             "| judge + lexical (fitted, cross-fitted) | shipped model as is | s/answer | prompt tok/answer |",
+             "|---|---|---|---|---|---|---|---|"]
     for key, r in rows:
-        cells = [" / ".join(_ci(r[part][m]) for m in ("auc", "balanced_accuracy", "kappa"))
-                 for part in ("judge", "lexical", "combined")]
+        cells = [" / ".join(_ci(r[part][m]) for m in ("auc", "balanced_accuracy", "kappa")) if part in r else "-"
+                 for part in ("judge", "lexical", "combined", "shipped")]
         lines.append(f"| {key.removeprefix('local/')} | {r['n_statements']} ({r['n_failed']}) | {cells[0]} "
-                     f"| {cells[1]} | {cells[2]} | {r['s_per_answer']:.1f} | {r['prompt_tokens_per_answer']:.0f} |")
+                     f"| {cells[1]} | {cells[2]} | {cells[3]} | {r['s_per_answer']:.1f} "
+                     f"| {r['prompt_tokens_per_answer']:.0f} |")
     return "\n".join(lines)
 
 

@@ -22,6 +22,7 @@ from typing import Any, Literal
 from ragwatch.agreement import balanced_accuracy, cohen_kappa, roc_auc, with_interval
 from ragwatch.judges.engine import drive, gather
 from ragwatch.judges.evidence import missing_terms
+from ragwatch.judges.faithfulness import PROMPT_VERSION
 from ragwatch.judges.support_model import SupportModel, feature_vector
 from ragwatch.judges.verify import Verifier
 from ragwatch.judges.verify_evidence import EvidenceVerifier, features_of
@@ -152,7 +153,7 @@ def agreement_row(labels: list[bool], scores: list[float], verdicts: list[bool],
 
 
 def fit_report(records: list[dict[str, Any]], features: tuple[str, ...] = SHIPPED_FEATURES, *, seed: int = 0,
-               n_folds: int = 5) -> dict[str, Any]:
+               n_folds: int = 5, model: str | None = None) -> dict[str, Any]:
     """Judge alone (cut-off cross-fitted), lexical alone, and the combination, all cross-fitted by answer."""
     ok = [r for r in records if r["error"] is None and r["features"].get("p_judge") is not None]
     labels = [bool(r["label"]) for r in ok]
@@ -163,6 +164,13 @@ def fit_report(records: list[dict[str, Any]], features: tuple[str, ...] = SHIPPE
         scores, verdicts = cross_fitted(ok, feats, n_folds=n_folds, seed=seed)
         out[name] = agreement_row(labels, scores, verdicts, seed=seed)
     out["model_all"] = fit_support_model(ok, features).model_dump()
+    from ragwatch.judges.calibrations import faithfulness_calibration
+
+    shipped = faithfulness_calibration(model, PROMPT_VERSION) if model else None
+    if shipped is not None:  # the shipped model and cut-off as they are (fitted on RAG statements), rules included
+        scores = [shipped.support_model.predict(r["features"]) for r in ok]
+        verdicts = [s >= shipped.support_model.cutoff and not vetoed(r) for s, r in zip(scores, ok, strict=True)]
+        out["shipped"] = agreement_row(labels, scores, verdicts, seed=seed)
     return out
 
 

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from itertools import pairwise
 
 from ragwatch.chunking import split_sentences
+from ragwatch.judges.verify import split_text  # the window verifier's own cutting rule
 
 SENTENCE_CHARS = 360  # a longer sentence or code block is cut into pieces of about this size
 _FENCE = re.compile(r"^\s*(```|~~~)")
@@ -82,8 +83,6 @@ def _units(passage: str) -> list[str]:
 def _pieces(text: str, limit: int = SENTENCE_CHARS) -> list[str]:
     if len(text) <= limit:
         return [text]
-    from ragwatch.judges.verify import split_text  # the verifier's own cutting rule
-
     return [p.strip() for p in split_text(text, limit) if p.strip()]
 
 

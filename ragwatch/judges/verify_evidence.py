@@ -13,9 +13,9 @@ contains. A cited id that was not shown cites nothing; terms missing from the ci
 recorded for the reader (as vetoes they cost agreement: `decide`).
 
 Example:
-    >>> v = EvidenceVerifier(support_model=None)
-    >>> plan = v.plan(["ZenML caches steps."], ["{% hint %}"])
-    >>> next(plan)  # doctest: +SKIP  (no call: the statement makes no claim)
+    >>> calibration = faithfulness_calibration(model, version)  # doctest: +SKIP
+    >>> verifier = EvidenceVerifier(support_model=calibration.support_model)  # doctest: +SKIP
+    >>> verdicts, _ = drive(gather({"a": verifier.plan(contexts, statements, question)}), llm)[0]["a"]  # doctest: +SKIP
 """
 
 from __future__ import annotations
@@ -60,14 +60,13 @@ EVIDENCE_SYSTEM = (
 
 
 @lru_cache(maxsize=256)
-def checks_schema(n_statements: int, n_sentences: int) -> type[BaseModel]:
+def checks_schema(n_statements: int) -> type[BaseModel]:
     """Exactly one check per statement, at most `MAX_CITED` evidence ids each.
 
     The ids are plain integers, not an enum of the ids shown: an enum makes the grammar reject the
     model's preferred number tokens, and each rejection costs a whole-vocabulary check (a 4-statement
     reply took 4.5 minutes instead of seconds). Ids that were not shown are caught by `decide`.
     """
-    del n_sentences  # the ids are checked after decoding
     check = create_model(
         "EvidenceCheck",
         evidence=(list[int], Field(max_length=MAX_CITED)),
@@ -135,7 +134,7 @@ class EvidenceVerifier:
         if pending:
             shown = self.shown_sentences(sentences, [statements[k] for k in pending])
             prompt = evidence_prompt([statements[k] for k in pending], shown, question)
-            schema = checks_schema(len(pending), len(shown))
+            schema = checks_schema(len(pending))
             (gen,) = yield [Call([{"role": "user", "content": prompt}], schema, EVIDENCE_SYSTEM, self.use_logprobs)]
             if not gen.ok or gen.parsed is None:
                 for k in pending:
