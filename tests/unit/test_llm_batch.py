@@ -31,9 +31,10 @@ def tokens(text: str) -> int:
     return litellm.token_counter(model="gpt-4o-mini", text=text)
 
 
-def items() -> tuple[list[EvalSample], list[RagAnswer]]:
+def items(n: int = N) -> tuple[list[EvalSample], list[RagAnswer]]:
+    """`n` questions about pipeline steps and their answers (the budget tests judge them too)."""
     samples = [EvalSample(id=f"s{i}", question=f"What does step {i} of the pipeline do?",
-                          reference_answer=f"Step {i} loads the data and trains the model.") for i in range(N)]
+                          reference_answer=f"Step {i} loads the data and trains the model.") for i in range(n)]
     answers = [RagAnswer(question=s.question, answer=f"Step {i} trains the model on the loaded data.",
                          contexts=[RetrievedContext(text=f"Step {i} loads data, then trains a model.")])
                for i, s in enumerate(samples)]

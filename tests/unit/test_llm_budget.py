@@ -7,29 +7,23 @@ from __future__ import annotations
 import re
 
 import pytest
+from test_llm_batch import items as batch_items
 
 from ragwatch.judges import JudgesConfig, build_judges, run_judges
 from ragwatch.llm import LLMClient, LLMSettings
 from ragwatch.llm.budget import Budget
 from ragwatch.llm.pricing import call_cost, count_tokens
-from ragwatch.types import EvalSample, RagAnswer, RetrievedContext
+from ragwatch.types import EvalSample, RagAnswer
 from tests.fake_llm_server import FakeLLMServer, schema_reply
 
 N = 10
 
 
-@pytest.fixture(autouse=True)
-def _cache_dir(tmp_path, monkeypatch):
-    monkeypatch.setenv("RAGWATCH_CACHE_DIR", str(tmp_path / "cache"))
+pytestmark = pytest.mark.usefixtures("isolated_cache")  # a fresh LLM cache per test
 
 
 def items() -> tuple[list[EvalSample], list[RagAnswer]]:
-    samples = [EvalSample(id=f"s{i}", question=f"What does step {i} of the pipeline do?",
-                          reference_answer=f"Step {i} loads the data and trains the model.") for i in range(N)]
-    answers = [RagAnswer(question=s.question, answer=f"Step {i} trains the model on the loaded data.",
-                         contexts=[RetrievedContext(text=f"Step {i} loads data, then trains a model.")])
-               for i, s in enumerate(samples)]
-    return samples, answers
+    return batch_items(N)
 
 
 def judge(server: FakeLLMServer, budget: float | None) -> tuple[dict, LLMClient]:
