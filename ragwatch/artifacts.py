@@ -7,7 +7,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from ragwatch.compare import Comparison
-from ragwatch.datasets import samples_fingerprint
+from ragwatch.evalset_io import samples_fingerprint
 from ragwatch.gate import GateDecision
 from ragwatch.results import MetricResult
 from ragwatch.types import Chunk, Document, EvalSample, RagAnswer

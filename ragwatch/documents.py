@@ -14,12 +14,10 @@ Example:
 
 from __future__ import annotations
 
-import glob
 import hashlib
 import logging
-import os
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from datetime import date, datetime
 from pathlib import Path
 from typing import Any, Literal
@@ -27,6 +25,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, Field
 
+from ragwatch.files import SkippedFile, expand_paths
 from ragwatch.markup import MarkupError, docx_to_markdown, html_to_markdown
 from ragwatch.types import Document
 
@@ -41,17 +40,9 @@ SUPPORTED_EXTENSIONS = PDF_EXTENSIONS | MARKDOWN_EXTENSIONS | TEXT_EXTENSIONS | 
 # No prose line is this long: minified HTML/JS, a data dump, or text that lost its line breaks.
 LONG_LINE_CHARS = 20_000
 
-_GLOB_CHARS = re.compile(r"[*?\[]")
 _FRONT_MATTER = re.compile(r"\A---[ \t]*\n(.*?\n)?(?:---|\.\.\.)[ \t]*(?:\n|\Z)", re.DOTALL)
 _FENCE = re.compile(r"^[ \t]{0,3}(```|~~~)")
 _H1 = re.compile(r"^#[ \t]+(.+?)[ \t#]*$")
-
-
-class SkippedFile(BaseModel):
-    """A file that was not loaded, and why (the reason says what to do)."""
-
-    path: str
-    reason: str
 
 
 class FileWarning(BaseModel):
@@ -94,7 +85,7 @@ def load_documents(
     seen_hash: dict[str, str] = {}  # text hash -> source of the first file that had it
     seen_files: set[Path] = set()
 
-    candidates = list(_expand(paths, root_path, result.skipped))
+    candidates = list(expand_paths(paths, root_path, result.skipped))
     iterator: Iterable[tuple[Path, str]] = candidates
     if progress:
         from tqdm.auto import tqdm
@@ -152,95 +143,6 @@ def load_document(path: str | Path, *, source: str | None = None) -> Document:
 def document_id(source: str, text: str) -> str:
     """Stable id of a document: a hash of its source path and its text."""
     return _sha256(f"{source}\0{text}")[:32]
-
-
-# --- finding files -------------------------------------------------------------------------------
-
-
-def _expand(
-    paths: Iterable[str | Path], root: Path | None, skipped: list[SkippedFile]
-) -> Iterator[tuple[Path, str]]:
-    """Yield (file, source) for every file named by `paths`; missing paths go to `skipped`."""
-    for raw in paths:
-        path = Path(raw)
-        if path.is_file():
-            yield path, _source(path, root, base=None)
-        elif path.is_dir():
-            for f in _walk(path, skipped):
-                yield f, _source(f, root, base=path)
-        elif path.is_symlink():
-            skipped.append(SkippedFile(path=str(raw), reason=f"dangling symbolic link to {os.readlink(path)}"))
-        elif _GLOB_CHARS.search(str(raw)):
-            matches = sorted(Path(m) for m in glob.glob(str(raw), recursive=True))
-            files = [m for m in matches if m.is_file()]
-            if not files:
-                skipped.append(SkippedFile(path=str(raw), reason="the glob matched no file"))
-            base = _glob_base(str(raw))
-            for f in files:
-                yield f, _source(f, root, base=base)
-        else:
-            skipped.append(SkippedFile(path=str(raw), reason="no such file or directory; check the path"))
-
-
-def _walk(top: Path, skipped: list[SkippedFile]) -> list[Path]:
-    """Files under `top` in sorted order, hidden ones left out, each linked directory walked once."""
-    files: list[Path] = []
-    walked = {top.resolve()}
-    for dirpath, dirnames, filenames in os.walk(top, followlinks=True):
-        here = Path(dirpath)
-        kept = []
-        for name in sorted(dirnames):
-            if name.startswith("."):
-                continue
-            sub = here / name
-            real = sub.resolve()
-            if real in walked:
-                skipped.append(
-                    SkippedFile(
-                        path=str(sub),
-                        reason=f"symbolic link loop: points to {real}, which is already walked",
-                    )
-                )
-                continue
-            walked.add(real)
-            kept.append(name)
-        dirnames[:] = kept
-        for name in sorted(filenames):
-            if name.startswith("."):
-                continue
-            file = here / name
-            if file.is_symlink() and not file.exists():
-                skipped.append(
-                    SkippedFile(path=str(file), reason=f"dangling symbolic link to {os.readlink(file)}")
-                )
-            elif file.is_file():
-                files.append(file)
-    return sorted(files)
-
-
-def _glob_base(pattern: str) -> Path:
-    """The fixed directory prefix of a glob pattern (`docs/**/*.md` -> `docs`)."""
-    parts = Path(pattern).parts
-    fixed: list[str] = []
-    for part in parts:
-        if _GLOB_CHARS.search(part):
-            break
-        fixed.append(part)
-    return Path(*fixed) if fixed else Path(".")
-
-
-def _source(file: Path, root: Path | None, base: Path | None) -> str:
-    if root is not None:
-        try:
-            return file.resolve().relative_to(root).as_posix()
-        except ValueError:
-            raise ValueError(
-                f"{file} is not under root {root}: pass a root that contains every input path, or no root"
-            ) from None
-    if base is not None:
-        # The path as found under `base` (not resolved): a linked file keeps the name it was found by.
-        return Path(os.path.relpath(file.absolute(), base.absolute())).as_posix()
-    return file.name
 
 
 # --- loaders -------------------------------------------------------------------------------------

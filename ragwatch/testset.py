@@ -18,18 +18,28 @@ import re
 from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
 from functools import lru_cache
-from typing import Any, Literal, Protocol
+from typing import Any, Literal
 
-import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator
 
-from ragwatch.datasets import samples_fingerprint
+from ragwatch.evalset_io import samples_fingerprint
 from ragwatch.llm.client import LLMClient
 from ragwatch.llm.types import Generation, LLMSettings
+from ragwatch.testset_filters import (
+    CHECK_PROMPT_VERSION,
+    Embedder,
+    FilterChain,
+    FilterReport,
+    RemovedPair,
+    answer_problem,
+    answerability_problems,
+    near_duplicates,
+    question_problem,
+    verbatim_problem,
+)
 from ragwatch.types import Chunk, EvalSample, RelevantItem
 
 PROMPT_VERSION = "testset-qa-v1"
-CHECK_PROMPT_VERSION = "testset-answerable-v1"
 REFUSAL_ANSWER = "The documents do not contain the information needed to answer this question."
 
 QuestionKind = Literal["factual", "numeric", "multi_sentence", "unanswerable"]
@@ -89,25 +99,6 @@ class GenerationFailure(BaseModel):
     stage: Literal["generate", "check"] = "generate"
 
 
-class FilterReport(BaseModel):
-    """What one filter removed: how many pairs, a count per reason, and a few example questions."""
-
-    name: str
-    description: str
-    removed: int = 0
-    reasons: dict[str, int] = Field(default_factory=dict)
-    examples: list[str] = Field(default_factory=list)
-    unchecked: int = 0  # pairs the filter could not judge (kept); only the LLM check has these
-
-
-class RemovedPair(BaseModel):
-    """A filtered-out pair, kept for review: which filter took it and why."""
-
-    sample: EvalSample
-    filter: str
-    reason: str
-
-
 class Testset(BaseModel):
     """A generated evaluation set with everything a versioned artifact needs.
 
@@ -128,10 +119,6 @@ class Testset(BaseModel):
         return samples_fingerprint(self.samples)
 
 
-class Embedder(Protocol):
-    def embed(self, texts: list[str]) -> np.ndarray: ...
-
-
 # ------------------------------------------------------------------------------------- schemas
 class QAPair(BaseModel):
     question: str = Field(max_length=300)
@@ -142,10 +129,6 @@ class QAPair(BaseModel):
 def qa_schema(n: int) -> type[BaseModel]:
     """The reply schema for `n` questions: a bounded list (grammars honour maxItems, not minimum)."""
     return create_model("QAPairs", pairs=(list[QAPair], Field(min_length=1, max_length=n)))
-
-
-class AnswerabilityVerdict(BaseModel):
-    answerable: Literal["yes", "no"]
 
 
 # ------------------------------------------------------------------------------------ sampling
@@ -249,15 +232,6 @@ def build_prompt(chunk: Chunk, kinds: Sequence[str]) -> list[dict[str, str]]:
     return [{"role": "system", "content": system}, {"role": "user", "content": user}]
 
 
-def build_check_prompt(chunk_text: str, question: str) -> list[dict[str, str]]:
-    """The answerability check prompt (versioned by `CHECK_PROMPT_VERSION`)."""
-    return [{"role": "user", "content": (
-        f"Passage:\n\"\"\"\n{chunk_text}\n\"\"\"\n\nQuestion: {question}\n\n"
-        "Can the question be answered completely using only the passage above? "
-        'Reply as JSON: {"answerable": "yes"} or {"answerable": "no"}'
-    )}]
-
-
 # ------------------------------------------------------------------------------- building pairs
 def sample_id(chunk_id: str, question: str) -> str:
     """A stable id: the same chunk and question always give the same id."""
@@ -289,168 +263,6 @@ def pairs_from_generation(chunk: Chunk, kinds: Sequence[str], gen: Generation, s
             },
         ))
     return samples
-
-
-# -------------------------------------------------------------------------------------- filters
-_SELF_REFERENCE = re.compile(
-    r"\b(the|this|above|given|provided) (passage|text|context|document|excerpt|snippet|paragraph)\b", re.I
-)
-
-
-def _normalize(text: str) -> str:
-    return " ".join(_WORD.findall(text.lower()))
-
-
-def question_problem(question: str, settings: TestsetSettings) -> str | None:
-    """Why a question is malformed, or None."""
-    if not question.strip():
-        return "empty question"
-    if len(question) < settings.min_question_chars:
-        return f"question shorter than {settings.min_question_chars} chars"
-    if len(question) > settings.max_question_chars:
-        return f"question longer than {settings.max_question_chars} chars"
-    if "?" not in question:
-        return "no question mark"
-    if _SELF_REFERENCE.search(question):
-        return "refers to 'the passage/text' instead of naming its subject"
-    return None
-
-
-def answer_problem(sample: EvalSample, settings: TestsetSettings) -> str | None:
-    """Why a reference answer is unusable (empty, too short, overlong, looping), or None."""
-    if not sample.metadata.get("answerable", True):
-        return None  # the refusal answer is ours, not the model's
-    answer = (sample.reference_answer or "").strip()
-    if not answer:
-        return "empty answer"
-    if len(answer) < settings.min_answer_chars:
-        return f"answer shorter than {settings.min_answer_chars} chars"
-    if len(answer) > settings.max_answer_chars:
-        return f"answer longer than {settings.max_answer_chars} chars"
-    words = _normalize(answer).split()
-    # small models loop; 12 words, since contrasting answers legitimately repeat shorter phrases
-    grams = [tuple(words[i:i + 12]) for i in range(len(words) - 11)]
-    if len(set(grams)) < len(grams):
-        return "answer repeats itself"
-    return None
-
-
-def longest_shared_ngram(a: str, b: str) -> int:
-    """Length in words of the longest word sequence that `a` and `b` share (case-insensitive)."""
-    wa, wb = _normalize(a).split(), _normalize(b).split()
-    best = 0
-    prev = [0] * (len(wb) + 1)
-    for x in wa:
-        cur = [0] * (len(wb) + 1)
-        for j, y in enumerate(wb, start=1):
-            if x == y:
-                cur[j] = prev[j - 1] + 1
-                best = max(best, cur[j])
-        prev = cur
-    return best
-
-
-def verbatim_problem(sample: EvalSample, settings: TestsetSettings) -> str | None:
-    """A question that copies a long span of its chunk, or that contains its own answer."""
-    context = sample.reference_contexts[0] if sample.reference_contexts else ""
-    shared = longest_shared_ngram(sample.question, context)
-    if shared >= settings.verbatim_overlap:
-        return f"copies {shared} consecutive words of the chunk"
-    if sample.metadata.get("answerable", True):
-        answer = _normalize(sample.reference_answer or "")
-        # very short answers ("yes", "2") appear in questions by chance; only longer ones leak
-        if len(answer) >= 3 and re.search(rf"\b{re.escape(answer)}\b", _normalize(sample.question)):
-            return "the answer is contained in the question"
-    return None
-
-
-class _Pipeline:
-    """Runs filters in order, keeping each one's report and the removed pairs."""
-
-    def __init__(self, samples: list[EvalSample]) -> None:
-        self.samples = samples
-        self.reports: list[FilterReport] = []
-        self.removed: list[RemovedPair] = []
-
-    def apply(self, name: str, description: str, problem: Callable[[EvalSample], str | None]) -> FilterReport:
-        return self.apply_at(name, description, {i: problem(s) for i, s in enumerate(self.samples)})
-
-    def apply_at(self, name: str, description: str, reasons: dict[int, str | None]) -> FilterReport:
-        """Remove the samples at the given positions (ids may repeat, positions do not)."""
-        report = FilterReport(name=name, description=description)
-        kept = []
-        for i, sample in enumerate(self.samples):
-            reason = reasons.get(i)
-            if reason is None:
-                kept.append(sample)
-                continue
-            self._remove(report, sample, reason)
-        self.samples = kept
-        self.reports.append(report)
-        return report
-
-    def _remove(self, report: FilterReport, sample: EvalSample, reason: str) -> None:
-        report.removed += 1
-        key = re.sub(r"\d+", "N", reason)  # "copies 12 words" and "copies 14 words" count together
-        report.reasons[key] = report.reasons.get(key, 0) + 1
-        if len(report.examples) < 5:
-            report.examples.append(sample.question)
-        self.removed.append(RemovedPair(sample=sample, filter=report.name, reason=reason))
-
-
-def near_duplicates(questions: Sequence[str], embedder: Embedder | None, threshold: float) -> dict[int, str]:
-    """Index -> reason for questions too similar to an earlier kept one (the first of a group stays)."""
-    if not questions:
-        return {}
-    if embedder is None:  # without an embedder only exact (normalized) repeats are caught
-        seen: dict[str, int] = {}
-        out = {}
-        for i, q in enumerate(questions):
-            key = _normalize(q)
-            if key in seen:
-                out[i] = f"same text as question {seen[key] + 1}"
-            else:
-                seen[key] = i
-        return out
-    vectors = np.asarray(embedder.embed(list(questions)), dtype=np.float32)
-    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
-    vectors = vectors / np.where(norms == 0, 1.0, norms)
-    kept: list[int] = []
-    out = {}
-    for i in range(len(questions)):
-        if kept:
-            sims = vectors[kept] @ vectors[i]
-            j = int(np.argmax(sims))
-            if sims[j] >= threshold:
-                out[i] = f"cosine {sims[j]:.2f} to: {questions[kept[j]]}"
-                continue
-        kept.append(i)
-    return out
-
-
-def answerability_problems(
-    samples: Sequence[EvalSample], client: LLMClient, **overrides: Any
-) -> tuple[dict[int, str], dict[int, str]]:
-    """Ask the LLM whether each question is answerable from its chunk alone.
-
-    Returns (index -> removal reason, index -> check error). Answerable kinds need "yes",
-    unanswerable ones "no"; a failed check keeps the pair and is reported as unchecked.
-    """
-    prompts = [build_check_prompt(s.reference_contexts[0] if s.reference_contexts else "", s.question)
-               for s in samples]
-    gens = client.generate_many(prompts, schema=AnswerabilityVerdict, desc="testset: answerability check",
-                                **{"max_tokens": 16, **overrides})
-    removed, errors = {}, {}
-    for i, (sample, gen) in enumerate(zip(samples, gens, strict=True)):
-        if not gen.ok:
-            errors[i] = gen.error or "unknown error"
-            continue
-        says = gen.parsed.answerable
-        if sample.metadata.get("answerable", True) and says == "no":
-            removed[i] = "judged not answerable from its chunk"
-        elif not sample.metadata.get("answerable", True) and says == "yes":
-            removed[i] = "meant to be unanswerable but judged answerable from its chunk"
-    return removed, errors
 
 
 # ------------------------------------------------------------------------------------ the recipe
@@ -499,7 +311,7 @@ def generate_testset(
         samples.extend(pairs_from_generation(chunk, kinds, gen, settings.seed))
     generated = len(samples)
 
-    pipe = _Pipeline(samples)
+    pipe = FilterChain(samples)
     pipe.apply("malformed_question", "empty, too short/long, no '?', or refers to 'the passage'",
                lambda s: question_problem(s.question, settings))
     bounds = f"{settings.min_answer_chars}..{settings.max_answer_chars}"

@@ -8,8 +8,8 @@ from zenml import log_metadata, step
 
 from ragwatch.artifacts import EvalSet
 from ragwatch.config import EvalSetConfig
-from ragwatch.datasets import describe_samples
 from ragwatch.embeddings import EmbeddingSettings, get_embedder
+from ragwatch.evalset_io import describe_samples
 from ragwatch.evalsets import import_labelled_samples, merge_samples
 from ragwatch.index import Index
 from ragwatch.llm.client import LLMClient

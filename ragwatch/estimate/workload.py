@@ -141,7 +141,8 @@ def _evaluation_set(
     when `count` (the testset pipeline runs); otherwise they are assumed made already."""
     from ragwatch.evalsets import generation_samples, import_labelled_samples, merge_samples
     from ragwatch.references import needs_reference, write_reference_answers
-    from ragwatch.testset import build_check_prompt, build_prompt, kinds_for, qa_schema, sample_chunks
+    from ragwatch.testset import build_prompt, kinds_for, qa_schema, sample_chunks
+    from ragwatch.testset_filters import build_check_prompt
 
     testset = config.testset
     settings = testset.testset
@@ -158,7 +159,7 @@ def _evaluation_set(
             for j, kind in enumerate(kinds):
                 synthetic.append(_placeholder_sample(chunk, kind, j))
         if generator is not None and settings.llm_answerability_check:
-            from ragwatch.testset import AnswerabilityVerdict
+            from ragwatch.testset_filters import AnswerabilityVerdict
 
             generator.generate_many([build_check_prompt(s.reference_contexts[0], s.question) for s in synthetic],
                                     schema=AnswerabilityVerdict, desc="testset: answerability check",

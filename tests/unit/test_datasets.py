@@ -13,14 +13,11 @@ from ragwatch.datasets import (
     ColumnMap,
     DatasetImportError,
     ImportSettings,
-    describe_samples,
-    export_hf_dataset,
-    export_jsonl,
-    export_review_jsonl,
     import_dataset,
     load_handwritten_retrieval_cases,
     load_zenml_qa,
 )
+from ragwatch.evalset_io import describe_samples, export_hf_dataset, export_jsonl, export_review_jsonl
 from ragwatch.types import EvalSample, RelevantItem
 
 

@@ -22,14 +22,16 @@ from ragwatch.llm import LLMClient, LLMSettings
 from ragwatch.testset import (
     REFUSAL_ANSWER,
     TestsetSettings,
-    answer_problem,
     code_fraction,
     generate_testset,
     kinds_for,
+    sample_chunks,
+)
+from ragwatch.testset_filters import (
+    answer_problem,
     longest_shared_ngram,
     near_duplicates,
     question_problem,
-    sample_chunks,
     verbatim_problem,
 )
 from ragwatch.types import Chunk, EvalSample
