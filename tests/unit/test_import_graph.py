@@ -1,0 +1,85 @@
+"""The import graph of the code: no circles, and no arrow pointing up a layer.
+
+Every import counts, also one inside a function: a late import is still a circle a reader has to
+climb back through. Layers, bottom up: `ragwatch` (the core, no ZenML), `readback` (ZenML read-back),
+`steps`, `pipelines`, `orchestration`, `run`.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import networkx as nx
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+LAYERS = {"ragwatch": 0, "readback": 1, "steps": 2, "pipelines": 3, "orchestration": 4, "run": 5}
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _modules() -> dict[str, Path]:
+    files = [ROOT / "readback.py", ROOT / "run.py"]
+    for package in ("ragwatch", "steps", "pipelines", "orchestration"):
+        files += sorted((ROOT / package).rglob("*.py"))
+    return {_module_name(f): f for f in files}
+
+
+def _imports(path: Path, name: str, known: set[str]) -> set[str]:
+    """The project modules `path` imports (a `from package import name` of a submodule counts as it)."""
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            targets = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:  # relative: from the package, one level up per extra dot
+                anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join([*anchor, base] if base else anchor)
+            targets = [f"{base}.{alias.name}" if f"{base}.{alias.name}" in known else base for alias in node.names]
+        else:
+            continue
+        for target in targets:
+            while target and target not in known:
+                target = target.rpartition(".")[0]
+            if target and target != name:
+                found.add(target)
+    return found
+
+
+def import_graph() -> nx.DiGraph:
+    modules = _modules()
+    graph = nx.DiGraph()
+    for name, path in modules.items():
+        graph.add_node(name)
+        for target in _imports(path, name, set(modules)):
+            # a package's __init__ importing its own submodules is how a package exports, not a circle
+            if not (path.name == "__init__.py" and target.startswith(name + ".")):
+                graph.add_edge(name, target)
+    return graph
+
+
+def test_the_graph_sees_the_code():
+    graph = import_graph()
+    assert graph.has_edge("steps.track", "readback")
+    assert graph.has_edge("ragwatch.judges.faithfulness", "ragwatch.judges.verify_evidence")
+
+
+def test_no_import_circle():
+    circles = [sorted(c) for c in nx.strongly_connected_components(import_graph()) if len(c) > 1]
+    assert circles == [], f"import circles: {circles}"
+
+
+@pytest.mark.parametrize("layer", sorted(LAYERS))
+def test_no_import_points_up_a_layer(layer):
+    graph = import_graph()
+    upward = [(a, b) for a, b in graph.edges
+              if a.split(".")[0] == layer and LAYERS[b.split(".")[0]] > LAYERS[layer]]
+    assert upward == []
