@@ -2,7 +2,7 @@
 
 A baseline system (hybrid retrieval, top 3, the default prompt) answers a labelled question set on
 the bundled corpus; each planted change answers the same questions and is gated against the
-baseline as the promoted production version (the gate of `ragwatch.compare`, paired by question).
+baseline as the promoted production version (the gate of `ragwatch.decision.compare`, paired by question).
 
 Regressions (must be blocked): top_k 3 -> 1; contexts shuffled across questions; a generator that
 answers from no context (the system still reports the contexts it retrieved); answers truncated to
@@ -20,7 +20,7 @@ Two evaluation sets and gates:
   `.ragwatch/gate_power/llm`; the cold-cache no-op uses an empty cache for the generator and judge.
 - any other generator: the ZenML question set's questions whose page is in the bundled corpus plus
   the guide's handwritten question -> page cases (no reference answers: coverage reads the passage
-  each question was written from), gated on the system metrics of `ragwatch.system_metrics` only
+  each question was written from), gated on the system metrics of `ragwatch.checks.system_metrics` only
   (no LLM judge: cheap, and deterministic when retrieval is).
 
 Usage:
@@ -49,27 +49,27 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from ragwatch.chunking import chunk_documents  # noqa: E402
-from ragwatch.compare import Comparison, compare_runs  # noqa: E402
+from ragwatch.checks.e2e import TABLES, E2ETables, load_e2e_tables, run_e2e_tests  # noqa: E402
+from ragwatch.checks.system_metrics import system_metrics  # noqa: E402
 from ragwatch.config import FullConfig  # noqa: E402
 from ragwatch.config_loader import load_config  # noqa: E402
-from ragwatch.datasets import load_handwritten_retrieval_cases, load_zenml_qa  # noqa: E402
-from ragwatch.documents import load_documents  # noqa: E402
-from ragwatch.e2e import TABLES, E2ETables, load_e2e_tables, run_e2e_tests  # noqa: E402
-from ragwatch.embeddings import Embedder, get_embedder  # noqa: E402
-from ragwatch.evalsets import generation_samples, import_labelled_samples, merge_samples  # noqa: E402
+from ragwatch.corpus.chunking import chunk_documents  # noqa: E402
+from ragwatch.corpus.documents import load_documents  # noqa: E402
+from ragwatch.decision.compare import Comparison, compare_runs  # noqa: E402
+from ragwatch.decision.gate import GateDecision, gate_decision  # noqa: E402
+from ragwatch.decision.thresholds import GateThresholds  # noqa: E402
+from ragwatch.evalset.assemble import generation_samples, import_labelled_samples, merge_samples  # noqa: E402
+from ragwatch.evalset.imported import load_handwritten_retrieval_cases, load_zenml_qa  # noqa: E402
+from ragwatch.evalset.references import write_reference_answers  # noqa: E402
+from ragwatch.evalset.synthetic import generate_testset  # noqa: E402
 from ragwatch.evaluation import judge_answers  # noqa: E402
-from ragwatch.gate import GateDecision, gate_decision  # noqa: E402
-from ragwatch.index import Index  # noqa: E402
+from ragwatch.indexing.embeddings import Embedder, get_embedder  # noqa: E402
+from ragwatch.indexing.index import Index  # noqa: E402
 from ragwatch.llm.client import LLMClient  # noqa: E402
 from ragwatch.llm.types import TINY_MODEL, LLMSettings  # noqa: E402
 from ragwatch.rag import BuiltinRAG, RagSettings, build_prompt, format_contexts  # noqa: E402
-from ragwatch.references import write_reference_answers  # noqa: E402
 from ragwatch.results import MetricResult  # noqa: E402
 from ragwatch.retrieval import MatchSettings, unmatched_labels  # noqa: E402
-from ragwatch.system_metrics import system_metrics  # noqa: E402
-from ragwatch.testset import generate_testset  # noqa: E402
-from ragwatch.thresholds import GateThresholds  # noqa: E402
 from ragwatch.types import EvalSample, RagAnswer, SearchHit  # noqa: E402
 
 CACHE = ROOT / ".ragwatch" / "gate_power"

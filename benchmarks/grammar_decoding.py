@@ -32,12 +32,12 @@ def main() -> int:
     parser.add_argument("--corpus", default=str(ROOT / "data" / "sample" / "zenml_docs"))
     args = parser.parse_args()
 
-    from ragwatch.chunking import ChunkingSettings, chunk_documents
-    from ragwatch.documents import load_documents
-    from ragwatch.embeddings import EmbeddingSettings, get_embedder
+    from ragwatch.corpus.chunking import ChunkingSettings, chunk_documents
+    from ragwatch.corpus.documents import load_documents
+    from ragwatch.evalset.synthetic import build_prompt, qa_schema
+    from ragwatch.indexing.embeddings import EmbeddingSettings, get_embedder
     from ragwatch.judges.verify import verify_many
     from ragwatch.llm import LLMClient, LLMSettings, local
-    from ragwatch.testset import build_prompt, qa_schema
 
     embedder = get_embedder(EmbeddingSettings())
     chunks = chunk_documents(load_documents([args.corpus]).documents, ChunkingSettings(), embedder.count_tokens)

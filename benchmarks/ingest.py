@@ -34,16 +34,16 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from ragwatch.chunking import ChunkingSettings, chunk_documents
-from ragwatch.documents import load_documents
-from ragwatch.embeddings import (
+from ragwatch.corpus.chunking import ChunkingSettings, chunk_documents
+from ragwatch.corpus.documents import load_documents
+from ragwatch.indexing.embeddings import (
     EmbeddingSettings,
     LocalOnnxEmbedder,
     load_local_model,
     mean_pool,
     ort_threads,
 )
-from ragwatch.index import Index
+from ragwatch.indexing.index import Index
 from ragwatch.types import Chunk, Document
 
 DEFAULT_CORPUS = Path("data/sample/zenml_docs")

@@ -7,7 +7,7 @@ prints coverage (how often the interval holds the true mean; the target is 0.95,
 and the median width, absolute and relative to Student's t (and to BCa where it is computed).
 
 Three parts:
-- `mean`: the interval of one run's mean (`ragwatch.stats.mean_interval`, vectorised as
+- `mean`: the interval of one run's mean (`ragwatch.statistics.intervals.mean_interval`, vectorised as
   `bounded_intervals`) against t, t with a variance floor, the old augmented mean (z^2/2
   pseudo-scores at each end), an augmented mean with 0.5 pseudo-scores, BCa, and ablations of the
   chosen "bounded-t" (Hall only, Wilson only, other small-sample guards, none).
@@ -44,7 +44,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from ragwatch.stats import (  # noqa: E402
+from ragwatch.statistics.intervals import (  # noqa: E402
     _augmented,
     _bounded_t,
     bounded_intervals,
@@ -355,7 +355,8 @@ def pair_kinds() -> list[PairKind]:
 
 
 def inferred_scale(*samples: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Per row, what `ragwatch.stats` infers without a scale: (0, 1) when every score fits, else the range."""
+    """Per row, what `ragwatch.statistics.intervals` infers without a scale: (0, 1) when every score fits,
+    else the range."""
     lo = np.min([s.min(axis=1) for s in samples], axis=0)
     hi = np.max([s.max(axis=1) for s in samples], axis=0)
     fits = (lo >= 0) & (hi <= 1)

@@ -34,7 +34,6 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from ragwatch.agreement import balanced_accuracy, roc_auc, with_interval  # noqa: E402
 from ragwatch.calibration import (  # noqa: E402
     CalibrationItem,
     SupportJudge,
@@ -45,6 +44,7 @@ from ragwatch.calibration.threshold import best_threshold  # noqa: E402
 from ragwatch.judges.verify import verify_many  # noqa: E402
 from ragwatch.llm.client import LLMClient  # noqa: E402
 from ragwatch.llm.types import LLMSettings  # noqa: E402
+from ragwatch.statistics.agreement import balanced_accuracy, roc_auc, with_interval  # noqa: E402
 
 DEFAULT_MODELS = ["local/qwen2.5-0.5b-instruct", "local/qwen2.5-coder-1.5b-instruct"]
 

@@ -122,12 +122,12 @@ class SerialProbe:
 
 class Bench:
     def __init__(self, args: argparse.Namespace) -> None:
-        from ragwatch.chunking import chunk_documents
-        from ragwatch.documents import load_documents
-        from ragwatch.embeddings import get_embedder
-        from ragwatch.index import Index
+        from ragwatch.corpus.chunking import chunk_documents
+        from ragwatch.corpus.documents import load_documents
+        from ragwatch.evalset.synthetic import sample_chunks
+        from ragwatch.indexing.embeddings import get_embedder
+        from ragwatch.indexing.index import Index
         from ragwatch.preflight import preflight
-        from ragwatch.testset import sample_chunks
 
         self.args = args
         self.config = config = preflight("full", ROOT / "configs" / "full.yaml")
@@ -199,7 +199,7 @@ class Bench:
         return outputs, wall, counters
 
     def _pairs(self, client: Any, items: slice) -> list[Any]:
-        from ragwatch.testset import build_prompt, kinds_for, qa_schema
+        from ragwatch.evalset.synthetic import build_prompt, kinds_for, qa_schema
 
         settings = self.testset_settings
         picked = list(enumerate(self.chunks))[items]
@@ -222,7 +222,7 @@ class Bench:
 
     # ---------------------------------------------------------------------------------- run
     def run(self) -> None:
-        from ragwatch.testset import kinds_for, pairs_from_generation
+        from ragwatch.evalset.synthetic import kinds_for, pairs_from_generation
 
         if "pairs" not in self.args.stages:
             raise SystemExit("the answer and judge stages need the pairs stage's questions")

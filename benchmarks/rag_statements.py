@@ -19,7 +19,6 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-from ragwatch.agreement import balanced_accuracy, cohen_kappa, roc_auc, with_interval
 from ragwatch.judges.engine import drive, gather
 from ragwatch.judges.evidence import missing_terms
 from ragwatch.judges.faithfulness import PROMPT_VERSION
@@ -27,6 +26,7 @@ from ragwatch.judges.support_model import SupportModel, feature_vector
 from ragwatch.judges.verify import Verifier
 from ragwatch.judges.verify_evidence import EvidenceVerifier, features_of
 from ragwatch.statements import StatementVerdict
+from ragwatch.statistics.agreement import balanced_accuracy, cohen_kappa, roc_auc, with_interval
 
 
 def load_statements(path: Path) -> list[dict[str, Any]]:

@@ -15,7 +15,7 @@ import time
 
 import numpy as np
 
-from ragwatch.index import Index
+from ragwatch.indexing.index import Index
 from ragwatch.retrieval import evaluate_retrieval
 from ragwatch.types import Chunk, EvalSample, RelevantItem
 

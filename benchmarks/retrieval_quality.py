@@ -17,11 +17,11 @@ import tempfile
 import time
 from pathlib import Path
 
-from ragwatch.chunking import ChunkingSettings, chunk_documents
-from ragwatch.datasets import load_zenml_qa
-from ragwatch.documents import load_documents
-from ragwatch.embeddings import EmbeddingSettings, get_embedder
-from ragwatch.index import BM25Settings, Index, fingerprint
+from ragwatch.corpus.chunking import ChunkingSettings, chunk_documents
+from ragwatch.corpus.documents import load_documents
+from ragwatch.evalset.imported import load_zenml_qa
+from ragwatch.indexing.embeddings import EmbeddingSettings, get_embedder
+from ragwatch.indexing.index import BM25Settings, Index, fingerprint
 from ragwatch.retrieval import (
     MatchSettings,
     compare_retrievers,

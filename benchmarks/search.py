@@ -24,7 +24,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from ragwatch.index import Index
+from ragwatch.indexing.index import Index
 from ragwatch.types import Chunk
 
 DIM = 384

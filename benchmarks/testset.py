@@ -28,12 +28,12 @@ def main() -> None:
         os.symlink(models, os.path.join(cold, "models"))
         os.environ["RAGWATCH_CACHE_DIR"] = cold
 
-    from ragwatch.chunking import ChunkingSettings, chunk_documents
-    from ragwatch.documents import load_documents
-    from ragwatch.embeddings import EmbeddingSettings, get_embedder
-    from ragwatch.index import Index
+    from ragwatch.corpus.chunking import ChunkingSettings, chunk_documents
+    from ragwatch.corpus.documents import load_documents
+    from ragwatch.evalset.synthetic import TestsetSettings, generate_testset
+    from ragwatch.indexing.embeddings import EmbeddingSettings, get_embedder
+    from ragwatch.indexing.index import Index
     from ragwatch.llm import LLMSettings
-    from ragwatch.testset import TestsetSettings, generate_testset
 
     started = time.perf_counter()
     documents = load_documents([args.corpus]).documents

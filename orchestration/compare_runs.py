@@ -8,10 +8,10 @@ from zenml import save_artifact
 from zenml.client import Client
 from zenml.types import HTMLString
 
-from ragwatch.compare import Comparison, compare_runs
-from ragwatch.report import build_comparison_page
-from ragwatch.summary import comparison_text, verdict_line
-from ragwatch.thresholds import GateThresholds
+from ragwatch.decision.compare import Comparison, compare_runs
+from ragwatch.decision.thresholds import GateThresholds
+from ragwatch.report.comparison import build_comparison_page
+from ragwatch.report.summary import comparison_text, verdict_line
 from readback import previous_evaluation, production_baseline, run_label, run_metrics
 
 

@@ -17,11 +17,11 @@ from typing import Any
 from zenml import Model
 
 from ragwatch.artifacts import MetricGroup
+from ragwatch.checks.e2e import E2ETables, load_e2e_tables
 from ragwatch.config import FullConfig, corpus_fingerprint, system_fingerprint
-from ragwatch.e2e import E2ETables, load_e2e_tables
-from ragwatch.gate import GateDecision
+from ragwatch.decision.gate import GateDecision
 from ragwatch.preflight import preflight
-from ragwatch.summary import ReportSettings, gate_label, metrics_text, summary_text
+from ragwatch.report.summary import ReportSettings, gate_label, metrics_text, summary_text
 from readback import METRICS_OUTPUT, TRACK_STEP, step_timings
 
 PIPELINES = ("ingest", "testset", "evaluate", "full")

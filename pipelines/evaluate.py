@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from zenml import pipeline
 
+from ragwatch.checks.e2e import E2ETables
 from ragwatch.config import FullConfig
-from ragwatch.e2e import E2ETables
 from ragwatch.evaluation import generator_settings
 from steps.evalset import retrieval_only_set
 from steps.evaluate import (

@@ -7,8 +7,8 @@ from zenml import pipeline
 from pipelines.evaluate import evaluate
 from pipelines.ingest import ingest
 from pipelines.testset import testset
+from ragwatch.checks.e2e import E2ETables
 from ragwatch.config import FullConfig
-from ragwatch.e2e import E2ETables
 
 
 @pipeline(enable_cache=True)

@@ -6,9 +6,9 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from ragwatch.compare import Comparison
-from ragwatch.evalset_io import samples_fingerprint
-from ragwatch.gate import GateDecision
+from ragwatch.decision.compare import Comparison
+from ragwatch.decision.gate import GateDecision
+from ragwatch.evalset.export import samples_fingerprint
 from ragwatch.results import MetricResult
 from ragwatch.types import Chunk, Document, EvalSample, RagAnswer
 

@@ -20,17 +20,17 @@ from typing import ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from ragwatch.bm25 import BM25Settings
-from ragwatch.chunking import ChunkingSettings
-from ragwatch.datasets import ImportSettings
-from ragwatch.embeddings import EmbeddingSettings
+from ragwatch.corpus.chunking import ChunkingSettings
+from ragwatch.decision.thresholds import GateThresholds
+from ragwatch.evalset.imported import ImportSettings
+from ragwatch.evalset.synthetic import TestsetSettings
+from ragwatch.indexing.bm25 import BM25Settings
+from ragwatch.indexing.embeddings import EmbeddingSettings
 from ragwatch.judges.config import JudgesConfig
 from ragwatch.llm.types import LLMSettings
 from ragwatch.rag import RagSettings
+from ragwatch.report.summary import ReportSettings
 from ragwatch.retrieval import MatchSettings
-from ragwatch.summary import ReportSettings
-from ragwatch.testset import TestsetSettings
-from ragwatch.thresholds import GateThresholds
 
 RetrievalMode = Literal["vector", "bm25", "hybrid"]
 
@@ -63,7 +63,7 @@ class EvalSetConfig(_Strict):
     handwritten_retrieval_cases: str | None = None
     zenml_qa: str | None = None
     # Imported questions with a source passage but no answer get a reference answer written by the
-    # generator from that passage (ragwatch/references.py), so answer-level metrics score them too.
+    # generator from that passage (ragwatch/evalset/references.py), so answer-level metrics score them too.
     write_reference_answers: bool = False
 
 
@@ -82,7 +82,7 @@ class SystemUnderTest(_Strict):
 
 
 class E2ESettings(_Strict):
-    """Handcrafted keyword tests (`ragwatch/e2e.py`); none unless `tables` names a YAML file."""
+    """Handcrafted keyword tests (`ragwatch/checks/e2e.py`); none unless `tables` names a YAML file."""
 
     enabled: bool = True
     tables: str | None = None

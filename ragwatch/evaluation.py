@@ -16,10 +16,10 @@ from typing import Any
 import pandas as pd
 
 from ragwatch.artifacts import MetricGroup
+from ragwatch.checks.e2e import E2EReport, E2ETables, run_e2e_tests
 from ragwatch.config import RetrievalEvalSettings, SystemUnderTest
-from ragwatch.e2e import E2EReport, E2ETables, run_e2e_tests
-from ragwatch.embeddings import Embedder
-from ragwatch.index import Index
+from ragwatch.indexing.embeddings import Embedder
+from ragwatch.indexing.index import Index
 from ragwatch.judges import JudgesConfig, build_judges, compare_judges, run_judges, unavailable_metrics
 from ragwatch.llm.client import LLMClient
 from ragwatch.llm.types import LLMSettings

@@ -7,7 +7,7 @@ kept in `history`. Each label keeps how its item was sampled (`stratum`, `inclus
 estimates can weight a stratified review sample back to the population.
 
 `attach_labelled` fills `MetricResult.labelled` with a prediction-powered estimate (PPI++, see
-`ragwatch.ppi`) for every metric that has human labels on at least 2 of its scored items.
+`ragwatch.statistics.ppi`) for every metric that has human labels on at least 2 of its scored items.
 
 Example:
     >>> labels = HumanLabels().merge([HumanLabel(item_id="q1", metric="faithfulness", value=1.0)],
@@ -24,8 +24,8 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from ragwatch.ppi import ppi_mean
 from ragwatch.results import LabelledEstimate, MetricResult
+from ragwatch.statistics.ppi import ppi_mean
 
 MIN_LABELS = 2  # an interval needs a variance, so at least two labelled items
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from ragwatch.config import FullConfig
 from ragwatch.config_loader import ConfigError, load_config
-from ragwatch.datasets import DatasetImportError, ImportSettings, import_dataset
+from ragwatch.evalset.imported import DatasetImportError, ImportSettings, import_dataset
 
 PIPELINE_STAGES = {
     "ingest": ("ingest",),
@@ -104,7 +104,7 @@ def _import_problems(i: int, settings: ImportSettings) -> list[str]:
 
 
 def _tables_problems(tables: str) -> list[str]:
-    from ragwatch.e2e import load_e2e_tables
+    from ragwatch.checks.e2e import load_e2e_tables
 
     try:
         load_e2e_tables(tables)

@@ -17,7 +17,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, model_validator
 
-from ragwatch.stats import mean_interval
+from ragwatch.statistics.intervals import mean_interval
 
 Direction = Literal["higher", "lower"]
 # What made the metric: a retrieval ranking, the system as it ran, keyword tests, an LLM judge, or
@@ -141,7 +141,7 @@ class ItemScore(BaseModel):
 class MetricResult(BaseModel):
     """Aggregate of one metric over a set of items, with a 95% interval of the mean.
 
-    The interval follows `info.scale` (`ragwatch.stats.mean_interval`); `ci_method` names it.
+    The interval follows `info.scale` (`ragwatch.statistics.intervals.mean_interval`); `ci_method` names it.
     """
 
     name: str

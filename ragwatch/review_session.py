@@ -572,7 +572,7 @@ class ReviewSession:
     # figures ------------------------------------------------------------------------------------
     def agreement(self, state: LabelState) -> list[dict[str, Any]]:
         """Judge vs the labels so far, per metric: accuracy and Cohen's kappa (weighted for Likert), with n."""
-        from ragwatch.agreement import accuracy, cohen_kappa, weighted_kappa, with_interval
+        from ragwatch.statistics.agreement import accuracy, cohen_kappa, weighted_kappa, with_interval
 
         out = []
         for metric in self.sample.metrics:

@@ -19,8 +19,8 @@ sys.path.insert(0, str(ROOT))
 
 from ragwatch.config import FullConfig  # noqa: E402
 from ragwatch.config_loader import load_config  # noqa: E402
-from ragwatch.datasets import ZENML_QA_PATH, load_zenml_qa  # noqa: E402
-from ragwatch.documents import load_documents  # noqa: E402
+from ragwatch.corpus.documents import load_documents  # noqa: E402
+from ragwatch.evalset.imported import ZENML_QA_PATH, load_zenml_qa  # noqa: E402
 from ragwatch.retrieval import unmatched_labels  # noqa: E402
 
 OUT = ROOT / "data" / "sample" / "eval" / "zenml_qa_sample.jsonl"

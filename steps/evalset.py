@@ -8,13 +8,13 @@ from zenml import log_metadata, step
 
 from ragwatch.artifacts import EvalSet
 from ragwatch.config import EvalSetConfig
-from ragwatch.embeddings import EmbeddingSettings, get_embedder
-from ragwatch.evalset_io import describe_samples
-from ragwatch.evalsets import import_labelled_samples, merge_samples
-from ragwatch.index import Index
+from ragwatch.evalset.assemble import import_labelled_samples, merge_samples
+from ragwatch.evalset.export import describe_samples
+from ragwatch.evalset.references import needs_reference, write_reference_answers
+from ragwatch.evalset.synthetic import Testset, generate_testset
+from ragwatch.indexing.embeddings import EmbeddingSettings, get_embedder
+from ragwatch.indexing.index import Index
 from ragwatch.llm.client import LLMClient
-from ragwatch.references import needs_reference, write_reference_answers
-from ragwatch.testset import Testset, generate_testset
 from steps.secrets import export_api_keys
 
 

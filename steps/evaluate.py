@@ -12,10 +12,9 @@ import pandas as pd
 from zenml import log_metadata, step
 
 from ragwatch.artifacts import AnswerSet, EvalSet, MetricGroup
+from ragwatch.checks.e2e import E2ETables, e2e_results_frame
 from ragwatch.config import E2ESettings, RetrievalEvalSettings, SystemUnderTest
-from ragwatch.e2e import E2ETables, e2e_results_frame
-from ragwatch.embeddings import EmbeddingSettings, get_embedder
-from ragwatch.evalsets import generation_samples
+from ragwatch.evalset.assemble import generation_samples
 from ragwatch.evaluation import (
     answer_questions,
     build_system,
@@ -25,7 +24,8 @@ from ragwatch.evaluation import (
     results_frame,
     run_handcrafted_tests,
 )
-from ragwatch.index import Index
+from ragwatch.indexing.embeddings import EmbeddingSettings, get_embedder
+from ragwatch.indexing.index import Index
 from ragwatch.judges import JudgesConfig
 from ragwatch.llm.types import LLMSettings
 from steps.secrets import export_api_keys

@@ -9,11 +9,11 @@ from typing import Annotated
 from zenml import log_metadata, step
 
 from ragwatch.artifacts import ChunkSet, DocumentSet
-from ragwatch.chunking import chunk_documents, chunk_spread
 from ragwatch.config import CorpusSettings, IngestConfig
-from ragwatch.documents import LoadResult, load_documents
-from ragwatch.embeddings import EmbeddingSettings, get_embedder
-from ragwatch.index import BM25Settings, Index
+from ragwatch.corpus.chunking import chunk_documents, chunk_spread
+from ragwatch.corpus.documents import LoadResult, load_documents
+from ragwatch.indexing.embeddings import EmbeddingSettings, get_embedder
+from ragwatch.indexing.index import BM25Settings, Index
 from steps.materializers import IndexMaterializer
 from steps.secrets import export_api_keys
 

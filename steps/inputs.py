@@ -22,7 +22,7 @@ from zenml import get_step_context, log_metadata, step
 from zenml.client import Client
 
 from ragwatch.artifacts import EvalSet
-from ragwatch.index import Index
+from ragwatch.indexing.index import Index
 from steps.materializers import IndexMaterializer
 
 INDEX_ARTIFACT = "rag_index"

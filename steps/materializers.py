@@ -21,8 +21,8 @@ from zenml.materializers.base_materializer import BaseMaterializer
 from zenml.materializers.pydantic_materializer import PydanticMaterializer
 
 from ragwatch.artifacts import RunComparisons
-from ragwatch.index import Index
-from ragwatch.report import build_comparison_page
+from ragwatch.indexing.index import Index
+from ragwatch.report.comparison import build_comparison_page
 
 
 class IndexMaterializer(BaseMaterializer):

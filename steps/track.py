@@ -13,13 +13,14 @@ from zenml import get_step_context, log_metadata, step
 from zenml.types import HTMLString, MarkdownString
 
 from ragwatch.artifacts import AnswerSet, EvalSet, MetricGroup, RunComparisons
-from ragwatch.compare import compare_runs
+from ragwatch.checks.system_metrics import reported_top_k, system_metrics
 from ragwatch.config import EvaluateConfig
-from ragwatch.evalsets import generation_samples
-from ragwatch.gate import GateDecision, gate_decision
-from ragwatch.report import build_html_report, build_markdown_summary
-from ragwatch.summary import judge_models, verdict_line
-from ragwatch.system_metrics import reported_top_k, system_metrics
+from ragwatch.decision.compare import compare_runs
+from ragwatch.decision.gate import GateDecision, gate_decision
+from ragwatch.evalset.assemble import generation_samples
+from ragwatch.report.markdown import build_markdown_summary
+from ragwatch.report.page import build_html_report
+from ragwatch.report.summary import judge_models, verdict_line
 from readback import previous_evaluation, production_evaluation, run_label, step_timings
 from steps.materializers import RunComparisonsMaterializer
 

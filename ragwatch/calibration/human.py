@@ -14,7 +14,9 @@ from __future__ import annotations
 
 from pydantic import BaseModel
 
-from ragwatch.agreement import (
+from ragwatch.labels import HumanLabels
+from ragwatch.results import MetricResult
+from ragwatch.statistics.agreement import (
     Estimate,
     balanced_accuracy,
     cohen_kappa,
@@ -23,9 +25,7 @@ from ragwatch.agreement import (
     weighted_kappa,
     with_interval,
 )
-from ragwatch.agreement import accuracy as accuracy_of
-from ragwatch.labels import HumanLabels
-from ragwatch.results import MetricResult
+from ragwatch.statistics.agreement import accuracy as accuracy_of
 
 
 class HumanAgreement(BaseModel):

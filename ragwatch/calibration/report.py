@@ -15,10 +15,10 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from ragwatch.agreement import Estimate, balanced_accuracy, cohen_kappa, f1, roc_auc, with_interval
-from ragwatch.agreement import accuracy as accuracy_of
 from ragwatch.calibration.loaders import FAITHFUL, HALLUCINATED, CalibrationItem, to_eval_pairs
 from ragwatch.calibration.threshold import ThresholdChoice, choose_threshold
+from ragwatch.statistics.agreement import Estimate, balanced_accuracy, cohen_kappa, f1, roc_auc, with_interval
+from ragwatch.statistics.agreement import accuracy as accuracy_of
 
 
 class ModeMetrics(BaseModel):

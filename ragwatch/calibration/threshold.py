@@ -20,8 +20,8 @@ from collections.abc import Sequence
 import numpy as np
 from pydantic import BaseModel
 
-from ragwatch.agreement import Estimate, balanced_accuracy, cohen_kappa, with_interval
-from ragwatch.agreement import accuracy as accuracy_of
+from ragwatch.statistics.agreement import Estimate, balanced_accuracy, cohen_kappa, with_interval
+from ragwatch.statistics.agreement import accuracy as accuracy_of
 
 MIN_PER_CLASS = 2  # per half: each half needs both classes to measure balanced accuracy
 

@@ -88,10 +88,10 @@ def estimate_pipeline(
 def _chunks(config: FullConfig) -> list[Chunk]:
     """The corpus chunked as the ingest step does (with the embedding model's tokenizer), kept in
     the cache directory under a key of the corpus contents and the chunking settings."""
-    from ragwatch.chunking import chunk_documents
     from ragwatch.config import corpus_fingerprint
-    from ragwatch.documents import load_documents
-    from ragwatch.embeddings import get_embedder
+    from ragwatch.corpus.chunking import chunk_documents
+    from ragwatch.corpus.documents import load_documents
+    from ragwatch.indexing.embeddings import get_embedder
     from ragwatch.llm.cache import default_cache_root
 
     ingest = config.ingest
@@ -139,10 +139,10 @@ def _evaluation_set(
     """The evaluation set the testset step would produce: synthetic pairs (as placeholders on their
     sampled chunks) and the imported sets (with written reference answers). Its calls are counted
     when `count` (the testset pipeline runs); otherwise they are assumed made already."""
-    from ragwatch.evalsets import generation_samples, import_labelled_samples, merge_samples
-    from ragwatch.references import needs_reference, write_reference_answers
-    from ragwatch.testset import build_prompt, kinds_for, qa_schema, sample_chunks
-    from ragwatch.testset_filters import build_check_prompt
+    from ragwatch.evalset.assemble import generation_samples, import_labelled_samples, merge_samples
+    from ragwatch.evalset.filters import build_check_prompt
+    from ragwatch.evalset.references import needs_reference, write_reference_answers
+    from ragwatch.evalset.synthetic import build_prompt, kinds_for, qa_schema, sample_chunks
 
     testset = config.testset
     settings = testset.testset
@@ -159,7 +159,7 @@ def _evaluation_set(
             for j, kind in enumerate(kinds):
                 synthetic.append(_placeholder_sample(chunk, kind, j))
         if generator is not None and settings.llm_answerability_check:
-            from ragwatch.testset_filters import AnswerabilityVerdict
+            from ragwatch.evalset.filters import AnswerabilityVerdict
 
             generator.generate_many([build_check_prompt(s.reference_contexts[0], s.question) for s in synthetic],
                                     schema=AnswerabilityVerdict, desc="testset: answerability check",
@@ -218,7 +218,7 @@ class _NoEmbedder:
 
 def _evaluate(config: FullConfig, chunks: list[Chunk], samples: list[EvalSample], roles: _Roles,
               estimate: Estimate) -> None:
-    from ragwatch.e2e import load_e2e_tables, run_e2e_tests
+    from ragwatch.checks.e2e import load_e2e_tables, run_e2e_tests
     from ragwatch.judges import build_judges, run_judges
     from ragwatch.rag.builtin import BuiltinRAG
     from ragwatch.types import RagAnswer

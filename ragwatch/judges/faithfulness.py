@@ -35,7 +35,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field, StringConstraints, create_model
 
-from ragwatch.chunking import split_sentences
+from ragwatch.corpus.chunking import split_sentences
 from ragwatch.judges.base import DATA_RULE, FewShotExample, answer_error, fence, generation_error, to_json
 from ragwatch.judges.calibrations import faithfulness_calibration
 from ragwatch.judges.engine import Call, LLMJudge, Plan, Score, mean, model_name

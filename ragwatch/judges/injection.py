@@ -19,7 +19,7 @@ from typing import Any, Literal
 from pydantic import BaseModel
 
 from ragwatch.results import ItemScore, MetricResult
-from ragwatch.stats import paired_diff_interval
+from ragwatch.statistics.intervals import paired_diff_interval
 from ragwatch.types import EvalSample, RagAnswer, RetrievedContext
 
 Where = Literal["answer", "contexts"]

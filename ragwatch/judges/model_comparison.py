@@ -4,7 +4,7 @@ One row per (metric, judge). Agreement columns compare each judge with a referen
 first one unless `reference=` names another) over the items both scored: Cohen's kappa and Hamming
 distance on pass/fail, Spearman on the scores, and for 1-5 metrics quadratic-weighted kappa. Pass/fail
 is an item's `passed`, or `score >= info.threshold` when the metric has a threshold.
-Agreement math comes from `ragwatch.agreement`.
+Agreement math comes from `ragwatch.statistics.agreement`.
 
 Example:
     >>> table = compare_judges({"qwen-0.5b": results_a, "gpt-4o": results_b})  # doctest: +SKIP
@@ -16,9 +16,9 @@ from __future__ import annotations
 from collections import Counter
 from typing import TYPE_CHECKING, Any
 
-from ragwatch.agreement import cohen_kappa, hamming_distance, spearman, weighted_kappa
 from ragwatch.judges.engine import passes
 from ragwatch.results import ItemScore, MetricInfo, MetricResult
+from ragwatch.statistics.agreement import cohen_kappa, hamming_distance, spearman, weighted_kappa
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -4,7 +4,7 @@ Rules: no reference answer -> failed item "no reference answer"; an empty answer
 shares no meaning with the reference; the embedding of an empty string would give an arbitrary value).
 
 Example:
-    >>> from ragwatch.embeddings import EmbeddingSettings, get_embedder  # doctest: +SKIP
+    >>> from ragwatch.indexing.embeddings import EmbeddingSettings, get_embedder  # doctest: +SKIP
     >>> SimilarityJudge(get_embedder(EmbeddingSettings())).evaluate(samples, answers).score  # doctest: +SKIP
 """
 
@@ -43,7 +43,7 @@ class SimilarityJudge(LLMJudge):
     @property
     def embedder(self) -> Any:
         if self._embedder is None:  # the packaged local model, loaded only when first needed
-            from ragwatch.embeddings import EmbeddingSettings, get_embedder
+            from ragwatch.indexing.embeddings import EmbeddingSettings, get_embedder
 
             self._embedder = get_embedder(EmbeddingSettings())
         return self._embedder

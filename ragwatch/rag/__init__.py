@@ -27,8 +27,8 @@ from ragwatch.rag.callable_system import CallableRAG, load_callable
 from ragwatch.rag.http import HttpRAG
 
 if TYPE_CHECKING:
-    from ragwatch.embeddings import Embedder
-    from ragwatch.index import Index
+    from ragwatch.indexing.embeddings import Embedder
+    from ragwatch.indexing.index import Index
     from ragwatch.llm.client import LLMClient
 
 __all__ = [

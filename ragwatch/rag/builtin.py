@@ -11,8 +11,8 @@ from ragwatch.rag.base import RagSettings, RetrievalMode, canonical_fingerprint,
 from ragwatch.types import RagAnswer, RetrievedContext, SearchHit
 
 if TYPE_CHECKING:
-    from ragwatch.embeddings import Embedder
-    from ragwatch.index import Index
+    from ragwatch.indexing.embeddings import Embedder
+    from ragwatch.indexing.index import Index
     from ragwatch.llm.client import LLMClient
 
 

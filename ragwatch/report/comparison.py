@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from ragwatch.compare import Comparison
-from ragwatch.gate import GateDecision
+from ragwatch.decision.compare import Comparison
+from ragwatch.decision.gate import GateDecision
 from ragwatch.report.style import CSS, esc
-from ragwatch.summary import VERDICT_COLOURS, comparison_html, verdict_line
+from ragwatch.report.summary import VERDICT_COLOURS, comparison_html, verdict_line
 
 
 def build_comparison_page(comparisons: Mapping[str, Comparison], *, title: str = "ragwatch comparison",

@@ -6,12 +6,12 @@ from collections import Counter
 from collections.abc import Mapping
 from typing import Any
 
-from ragwatch.compare import Comparison
+from ragwatch.decision.compare import Comparison
+from ragwatch.decision.gate import GateDecision
 from ragwatch.fmt import fmt_num, fmt_signed
-from ragwatch.gate import GateDecision
 from ragwatch.report.style import ci_text, md_text, short, weighted_score
+from ragwatch.report.summary import ReportSettings, gate_label, summary_markdown
 from ragwatch.results import MetricResult
-from ragwatch.summary import ReportSettings, gate_label, summary_markdown
 
 
 def build_markdown_summary(

@@ -16,14 +16,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ragwatch.compare import Comparison, is_higher_better
+from ragwatch.decision.compare import Comparison, is_higher_better
+from ragwatch.decision.gate import GateDecision, GateThresholds
 from ragwatch.fmt import fmt_num
-from ragwatch.gate import GateDecision, GateThresholds
 from ragwatch.report.plots import at_k_section, distribution_section, interval_plot_section
 from ragwatch.report.style import CSS, ci_text, esc, short, weighted_score
-from ragwatch.results import MetricResult
-from ragwatch.statements import statement_verdicts
-from ragwatch.summary import (
+from ragwatch.report.summary import (
     VERDICT_COLOURS,
     HeadlineRow,
     ReportSettings,
@@ -36,6 +34,8 @@ from ragwatch.summary import (
     unavailable_lines,
     verdict_line,
 )
+from ragwatch.results import MetricResult
+from ragwatch.statements import statement_verdicts
 
 BASE_COLUMNS = ("item_id", "question", "answer", "contexts", "reference_answer")
 _MAX_TEXT = 3000  # characters of an answer or a context shown before cutting

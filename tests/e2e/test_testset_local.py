@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from ragwatch.evalset.synthetic import PROMPT_VERSION, TestsetSettings, generate_testset
 from ragwatch.llm import LLMSettings
 from ragwatch.llm.types import TINY_MODEL
-from ragwatch.testset import PROMPT_VERSION, TestsetSettings, generate_testset
 from ragwatch.types import Chunk
 
 pytestmark = pytest.mark.e2e

@@ -9,7 +9,7 @@ from zenml.client import Client
 from zenml.enums import ModelStages
 
 from orchestration.runner import run_pipeline
-from ragwatch.index import Index
+from ragwatch.indexing.index import Index
 from tests.integration.conftest import write_config
 
 pytestmark = pytest.mark.integration

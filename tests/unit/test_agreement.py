@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from scipy.stats import spearmanr
 from sklearn.metrics import balanced_accuracy_score, cohen_kappa_score, f1_score, roc_auc_score
 
-from ragwatch.agreement import (
+from ragwatch.statistics.agreement import (
     accuracy,
     balanced_accuracy,
     cohen_kappa,

@@ -13,8 +13,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from ragwatch.chunking import ChunkingSettings, chunk_document, chunk_documents, chunk_id
-from ragwatch.documents import document_id, load_documents
+from ragwatch.corpus.chunking import ChunkingSettings, chunk_document, chunk_documents, chunk_id
+from ragwatch.corpus.documents import document_id, load_documents
 from ragwatch.types import Chunk, Document
 
 REPO = Path(__file__).resolve().parents[2]

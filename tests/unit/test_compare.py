@@ -6,11 +6,11 @@ import numpy as np
 import pytest
 from pydantic import ValidationError
 
-from ragwatch.compare import Comparison, compare_runs, is_higher_better
-from ragwatch.gate import gate_decision
+from ragwatch.decision.compare import Comparison, compare_runs, is_higher_better
+from ragwatch.decision.gate import gate_decision
+from ragwatch.decision.thresholds import GateThresholds, matches
+from ragwatch.report.summary import comparison_html, comparison_markdown, comparison_text
 from ragwatch.results import ItemScore, LabelledEstimate, MetricInfo, MetricResult
-from ragwatch.summary import comparison_html, comparison_markdown, comparison_text
-from ragwatch.thresholds import GateThresholds, matches
 
 LOWER = MetricInfo(direction="lower", scale=None)
 JUDGE = MetricInfo(scale=(1.0, 5.0), prompt_version="v1", family="judge")
@@ -82,14 +82,14 @@ def test_identical_runs_are_unchanged_and_their_interval_is_not_a_point():
     cmp = compare_runs(run, run)
     assert {r.verdict for r in cmp.rows} == {"unchanged"}
     # no change seen on 80 (or 5) items is not certainty that nothing changed: the interval holds 0
-    # and keeps a width (ragwatch.stats.paired_diff_interval)
+    # and keeps a width (ragwatch.statistics.intervals.paired_diff_interval)
     assert all(r.diff == 0 and r.diff_low < 0 < r.diff_high for r in cmp.rows)
 
 
 def test_drop_within_the_allowance_is_not_a_regression_but_beyond_it_is():
     old = {"m": result("m", BASE)}
     # a drop of 0.03 with a little item-to-item noise (a constant shift on every item is a degenerate
-    # sample: ragwatch.stats gives it the augmented mean's width, as for identical scores)
+    # sample: ragwatch.statistics.intervals gives it the augmented mean's width, as for identical scores)
     new = {"m": result("m", BASE - 0.03 + rng(7).normal(0, 0.005, 80))}
     loose = GateThresholds(per_metric={"m": 0.05})
     row = compare_runs(new, old, thresholds=loose).row("m")
@@ -270,7 +270,7 @@ def test_to_markdown_and_text():
 
 
 def test_to_html_escapes_and_colours():
-    from ragwatch.report import build_comparison_page
+    from ragwatch.report.comparison import build_comparison_page
 
     fragment = comparison_html(_mixed())
     assert "<table" in fragment and "a&lt;b&gt;" in fragment and "a<b>" not in fragment
@@ -363,7 +363,7 @@ def test_identical_scores_on_every_paired_item_are_unchanged_at_any_n():
 
 def test_an_unlabelled_judge_warning_cites_its_models_measured_agreement():
     from ragwatch.judges.faithfulness import FaithfulnessJudge
-    from ragwatch.summary import judge_warnings
+    from ragwatch.report.summary import judge_warnings
 
     class Client:
         settings = type("S", (), {"model": "local/qwen2.5-coder-1.5b-instruct"})()

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from ragwatch.datasets import (
+from ragwatch.evalset.export import describe_samples, export_hf_dataset, export_jsonl, export_review_jsonl
+from ragwatch.evalset.imported import (
     HANDWRITTEN_CASES_PATH,
     ZENML_QA_PATH,
     ColumnMap,
@@ -17,7 +18,6 @@ from ragwatch.datasets import (
     load_handwritten_retrieval_cases,
     load_zenml_qa,
 )
-from ragwatch.evalset_io import describe_samples, export_hf_dataset, export_jsonl, export_review_jsonl
 from ragwatch.types import EvalSample, RelevantItem
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import pymupdf
 import pytest
 
-from ragwatch.documents import NoDocumentsError, document_id, load_document, load_documents
+from ragwatch.corpus.documents import NoDocumentsError, document_id, load_document, load_documents
 
 REPO = Path(__file__).resolve().parents[2]
 SAMPLE = REPO / "data" / "sample"

@@ -8,9 +8,9 @@ from pathlib import Path
 import docx
 import pytest
 
-from ragwatch.chunking import ChunkingSettings, chunk_documents, chunk_spread
-from ragwatch.documents import LONG_LINE_CHARS, load_document, load_documents
-from ragwatch.markup import html_to_markdown
+from ragwatch.corpus.chunking import ChunkingSettings, chunk_documents, chunk_spread
+from ragwatch.corpus.documents import LONG_LINE_CHARS, load_document, load_documents
+from ragwatch.corpus.markup import html_to_markdown
 
 PAGE = b"""<!doctype html><html><head><title>Install guide</title><style>p {color: red}</style>
 <script>var tracking = "do not index me";</script></head>

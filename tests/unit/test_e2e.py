@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from ragwatch.e2e import (
+from ragwatch.checks.e2e import (
     DEFAULT_TABLES_PATH,
     E2ETables,
     KeywordCase,
@@ -162,7 +162,7 @@ def test_missing_file_and_empty_tables():
 
 
 def test_results_frame_has_its_columns_even_without_tests():
-    from ragwatch.e2e import E2ETestResult, e2e_results_frame
+    from ragwatch.checks.e2e import E2ETestResult, e2e_results_frame
 
     empty = e2e_results_frame([])
     assert list(empty.columns) == list(E2ETestResult.model_fields) and len(empty) == 0

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from ragwatch.embeddings import (
+from ragwatch.indexing.embeddings import (
     LOCAL_MODELS,
     Embedder,
     EmbeddingError,

@@ -9,10 +9,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ragwatch import index as index_module
-from ragwatch import topk as topk_module
-from ragwatch.embeddings import EmbeddingSettings, get_embedder
-from ragwatch.index import (
+from ragwatch.indexing import index as index_module
+from ragwatch.indexing import topk as topk_module
+from ragwatch.indexing.embeddings import EmbeddingSettings, get_embedder
+from ragwatch.indexing.index import (
     BM25Settings,
     CorruptIndexError,
     EmbeddingMismatchError,

@@ -10,10 +10,10 @@ from test_judges_support import fake_server, sample
 from test_rag import HashEmbedder
 
 from ragwatch.artifacts import MetricGroup
-from ragwatch.chunking import Chunk
-from ragwatch.compare import compare_runs
-from ragwatch.gate import gate_decision
-from ragwatch.index import Index
+from ragwatch.corpus.chunking import Chunk
+from ragwatch.decision.compare import compare_runs
+from ragwatch.decision.gate import gate_decision
+from ragwatch.indexing.index import Index
 from ragwatch.judges import (
     JudgesConfig,
     PerplexityJudge,
@@ -24,7 +24,7 @@ from ragwatch.judges import (
 )
 from ragwatch.judges.perplexity import NO_LOGPROBS, NOT_AVAILABLE
 from ragwatch.rag import BuiltinRAG, RagSettings
-from ragwatch.summary import metrics_text, summary_text
+from ragwatch.report.summary import metrics_text, summary_text
 from ragwatch.types import RagAnswer
 
 __all__ = ["fake_server"]

@@ -123,7 +123,7 @@ def test_rubric_prometheus_family_one_call_per_criterion(fake_server):
 
 
 def test_similarity_on_real_embeddings():
-    pytest.importorskip("ragwatch.embeddings")
+    pytest.importorskip("ragwatch.indexing.embeddings")
     judge = SimilarityJudge(threshold=0.7)
     result = judge.evaluate(
         [sample(1), sample(2), sample(3), sample(4, reference=None)],

@@ -29,7 +29,7 @@ def _heavy_after(code: str) -> list[str]:
 
 def test_the_check_sees_a_heavy_import():
     # the control: the same probe reports a heavy module once code that needs it runs
-    code = "import ragwatch.preflight\nfrom ragwatch.compare import Comparison\nComparison().to_frame()"
+    code = "import ragwatch.preflight\nfrom ragwatch.decision.compare import Comparison\nComparison().to_frame()"
     assert _heavy_after(code) == ["pandas"]
 
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from ragwatch.ppi import power_tuned_lambda, ppi_mean
+from ragwatch.statistics.ppi import power_tuned_lambda, ppi_mean
 
 
 def test_hand_worked_case():

@@ -15,7 +15,7 @@ import litellm
 import numpy as np
 import pytest
 
-from ragwatch.index import Index
+from ragwatch.indexing.index import Index
 from ragwatch.llm import LLMClient, LLMSettings
 from ragwatch.rag import (
     DEFAULT_PROMPT_TEMPLATE,

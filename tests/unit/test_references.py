@@ -8,8 +8,8 @@ from typing import Any
 
 from fake_llm_server import FakeLLMServer, first_user_text
 
+from ragwatch.evalset.references import PROMPT_VERSION, needs_reference, write_reference_answers
 from ragwatch.llm import LLMClient, LLMSettings
-from ragwatch.references import PROMPT_VERSION, needs_reference, write_reference_answers
 from ragwatch.types import EvalSample
 
 

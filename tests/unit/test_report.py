@@ -10,13 +10,14 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from ragwatch.compare import compare_runs
-from ragwatch.gate import GateDecision, gate_decision
-from ragwatch.report import build_html_report, build_markdown_summary
+from ragwatch.decision.compare import compare_runs
+from ragwatch.decision.gate import GateDecision, gate_decision
+from ragwatch.decision.thresholds import GateThresholds
+from ragwatch.report.markdown import build_markdown_summary
+from ragwatch.report.page import build_html_report
+from ragwatch.report.summary import ReportSettings
 from ragwatch.results import ItemScore, MetricInfo, MetricResult
 from ragwatch.statements import StatementVerdict
-from ragwatch.summary import ReportSettings
-from ragwatch.thresholds import GateThresholds
 
 LOWER = MetricInfo(direction="lower", scale=None)
 
@@ -350,7 +351,7 @@ def test_constant_judge_and_poor_agreement_get_a_warning_box():
 
 
 def test_keyword_tests_and_unsupported_statements_are_shown():
-    from ragwatch.e2e import E2ETables, run_e2e_tests
+    from ragwatch.checks.e2e import E2ETables, run_e2e_tests
     from ragwatch.types import RagAnswer
 
     tables = E2ETables.model_validate({"bad_answers": [{"question": "Default orchestrator?",
@@ -404,7 +405,7 @@ def test_five_thousand_items_build_quickly_with_capped_sections():
 
 
 def test_comparison_page_is_styled_like_the_report_with_the_verdict_first():
-    from ragwatch.report import build_comparison_page
+    from ragwatch.report.comparison import build_comparison_page
 
     new, _ = run()
     old, _ = run(seed=1, shift=0.3)
@@ -415,7 +416,7 @@ def test_comparison_page_is_styled_like_the_report_with_the_verdict_first():
 
 
 def test_summary_text_is_what_run_py_prints_first():
-    from ragwatch.summary import summary_text
+    from ragwatch.report.summary import summary_text
 
     new, _ = run()
     old, _ = run(seed=1, shift=0.3)

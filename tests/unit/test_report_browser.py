@@ -18,13 +18,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ragwatch.compare import compare_runs
-from ragwatch.e2e import E2ETables, run_e2e_tests
-from ragwatch.gate import gate_decision
-from ragwatch.report import build_html_report
+from ragwatch.checks.e2e import E2ETables, run_e2e_tests
+from ragwatch.decision.compare import compare_runs
+from ragwatch.decision.gate import gate_decision
+from ragwatch.decision.thresholds import GateThresholds
+from ragwatch.report.page import build_html_report
+from ragwatch.report.summary import DEFAULT_HEADLINE, ReportSettings
 from ragwatch.results import ItemScore, MetricInfo, MetricResult
-from ragwatch.summary import DEFAULT_HEADLINE, ReportSettings
-from ragwatch.thresholds import GateThresholds
 from ragwatch.types import RagAnswer
 
 ROOT = Path(__file__).resolve().parents[2]

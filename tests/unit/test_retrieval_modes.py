@@ -9,7 +9,7 @@ import numpy as np
 
 from ragwatch.config import RetrievalEvalSettings
 from ragwatch.evaluation import evaluate_retrieval_modes
-from ragwatch.index import Index
+from ragwatch.indexing.index import Index
 from ragwatch.retrieval import MatchSettings, evaluate_retrieval
 from ragwatch.types import Chunk, EvalSample, RelevantItem
 

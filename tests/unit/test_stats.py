@@ -12,7 +12,7 @@ import pytest
 from scipy import stats as scipy_stats
 
 from ragwatch.results import ItemScore, MetricInfo, MetricResult
-from ragwatch.stats import (
+from ragwatch.statistics.intervals import (
     bounded_intervals,
     mean_interval,
     paired_diff_interval,

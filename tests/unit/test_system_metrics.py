@@ -4,10 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ragwatch.compare import compare_runs
-from ragwatch.gate import gate_decision
-from ragwatch.retrieval import MatchSettings
-from ragwatch.system_metrics import (
+from ragwatch.checks.system_metrics import (
     CONTEXT_PRECISION,
     CONTEXT_RECALL,
     CONTEXT_SUPPORT,
@@ -18,7 +15,10 @@ from ragwatch.system_metrics import (
     reported_top_k,
     system_metrics,
 )
-from ragwatch.thresholds import GateThresholds
+from ragwatch.decision.compare import compare_runs
+from ragwatch.decision.gate import gate_decision
+from ragwatch.decision.thresholds import GateThresholds
+from ragwatch.retrieval import MatchSettings
 from ragwatch.types import EvalSample, RagAnswer, RelevantItem, RetrievedContext
 
 MATCH = MatchSettings(on="document")

@@ -18,8 +18,14 @@ from typing import ClassVar
 import numpy as np
 import pytest
 
-from ragwatch.llm import LLMClient, LLMSettings
-from ragwatch.testset import (
+from ragwatch.evalset.filters import (
+    answer_problem,
+    longest_shared_ngram,
+    near_duplicates,
+    question_problem,
+    verbatim_problem,
+)
+from ragwatch.evalset.synthetic import (
     REFUSAL_ANSWER,
     TestsetSettings,
     code_fraction,
@@ -27,13 +33,7 @@ from ragwatch.testset import (
     kinds_for,
     sample_chunks,
 )
-from ragwatch.testset_filters import (
-    answer_problem,
-    longest_shared_ngram,
-    near_duplicates,
-    question_problem,
-    verbatim_problem,
-)
+from ragwatch.llm import LLMClient, LLMSettings
 from ragwatch.types import Chunk, EvalSample
 
 PROSE = ("ZenML pipelines are made of steps that pass artifacts to each other, and every artifact is "

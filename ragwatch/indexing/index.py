@@ -35,13 +35,13 @@ from typing import Literal
 
 import numpy as np
 
-from ragwatch.bm25 import Analyzer, BM25Settings, tokenize
-from ragwatch.embeddings import Embedder
-from ragwatch.index_errors import CorruptIndexError, EmbeddingMismatchError, EmptyIndexError, RagIndexError
-from ragwatch.topk import best_per_row, candidates, rrf_fuse, score_blocks, top_k
+from ragwatch.indexing.bm25 import Analyzer, BM25Settings, tokenize
+from ragwatch.indexing.embeddings import Embedder
+from ragwatch.indexing.errors import CorruptIndexError, EmbeddingMismatchError, EmptyIndexError, RagIndexError
+from ragwatch.indexing.topk import best_per_row, candidates, rrf_fuse, score_blocks, top_k
 from ragwatch.types import Chunk, SearchHit
 
-# BM25Settings, tokenize (ragwatch.bm25), top_k and rrf_fuse (ragwatch.topk) stay importable from here
+# BM25Settings, tokenize (ragwatch.indexing.bm25), top_k and rrf_fuse (ragwatch.indexing.topk) stay importable from here
 __all__ = ["SEARCH_MODES", "BM25Settings", "BuildStats", "CorruptIndexError", "EmbeddingMismatchError",
            "EmptyIndexError", "Index", "RagIndexError", "fingerprint", "rrf_fuse", "tokenize", "top_k"]
 

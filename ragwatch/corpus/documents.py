@@ -25,8 +25,8 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, Field
 
-from ragwatch.files import SkippedFile, expand_paths
-from ragwatch.markup import MarkupError, docx_to_markdown, html_to_markdown
+from ragwatch.corpus.files import SkippedFile, expand_paths
+from ragwatch.corpus.markup import MarkupError, docx_to_markdown, html_to_markdown
 from ragwatch.types import Document
 
 log = logging.getLogger(__name__)

@@ -32,7 +32,7 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import BaseModel
 
-from ragwatch.stats import DEFAULT_RESAMPLES, bootstrap_statistic_ci
+from ragwatch.statistics.intervals import DEFAULT_RESAMPLES, bootstrap_statistic_ci
 
 KappaWeights = Literal["linear", "quadratic"] | None
 

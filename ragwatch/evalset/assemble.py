@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ragwatch.config import EvalSetConfig
-from ragwatch.datasets import import_dataset, import_handwritten_retrieval_cases, import_zenml_qa
+from ragwatch.evalset.imported import import_dataset, import_handwritten_retrieval_cases, import_zenml_qa
 from ragwatch.types import EvalSample
 
 

@@ -5,7 +5,7 @@ duplicates and, optionally, an LLM's answerability check. `FilterChain` runs the
 `FilterReport` per filter and every removed pair with its reason, so nothing is dropped silently.
 
 Example:
-    >>> from ragwatch.testset import TestsetSettings
+    >>> from ragwatch.evalset.synthetic import TestsetSettings
     >>> question_problem("What does the passage say about steps?", TestsetSettings())
     "refers to 'the passage/text' instead of naming its subject"
 """

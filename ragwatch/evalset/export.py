@@ -1,5 +1,5 @@
 """An evaluation set written out and described: its fingerprint, its figures, JSONL, a Hugging Face
-dataset, and a layout for human review. `ragwatch.datasets` reads the first two back.
+dataset, and a layout for human review. `ragwatch.evalset.imported` reads the first two back.
 
 Example:
     >>> export_jsonl(samples, "eval.jsonl"); export_review_jsonl(samples, "review.jsonl")  # doctest: +SKIP

@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ragwatch.index_errors import RagIndexError
+from ragwatch.indexing.errors import RagIndexError
 
 _WORD = re.compile(r"[^\W_]+")  # letters and digits; `log_metadata` -> `log`, `metadata`
 

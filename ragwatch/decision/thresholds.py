@@ -1,9 +1,9 @@
 """The team's gate rule, `GateThresholds`: how far each metric may drop, which metrics gate, and what an
 inconclusive gated metric does; `matches`, how a metric name is matched against the rule's patterns.
 
-It sits below both `ragwatch.compare` (a comparison row carries its metric's allowed drop and whether it
-gates) and `ragwatch.gate` (which decides from the comparison), so neither imports the other to get it.
-The configs validate it (`gate:` in `configs/evaluate.yaml`); `ragwatch.gate` explains the rules.
+It sits below both `ragwatch.decision.compare` (a comparison row carries its metric's allowed drop and whether it
+gates) and `ragwatch.decision.gate` (which decides from the comparison), so neither imports the other to get it.
+The configs validate it (`gate:` in `configs/evaluate.yaml`); `ragwatch.decision.gate` explains the rules.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ class GateThresholds(BaseModel):
     `per_metric` and `gated_metrics` match exactly, by prefix or as globs. Whether a drop is a fall or
     a rise is the metric's own `MetricInfo.direction`, set where the metric is made; the gate has no
     say in it (a former `lower_is_better` list is refused with what to do instead).
-    `inconclusive` and `min_n`: see `ragwatch.gate`.
+    `inconclusive` and `min_n`: see `ragwatch.decision.gate`.
 
     Example:
         >>> GateThresholds(default_allowed_drop=0.02, per_metric={"faithfulness": 0.05},

@@ -34,7 +34,7 @@ from ragwatch.types import RagAnswer
 
 TableName = Literal["bad_answers", "bad_immediate_responses", "good_responses"]
 TABLES: tuple[TableName, ...] = ("bad_answers", "bad_immediate_responses", "good_responses")
-DEFAULT_TABLES_PATH = Path(__file__).resolve().parents[1] / "configs" / "e2e_tests.yaml"
+DEFAULT_TABLES_PATH = Path(__file__).resolve().parents[2] / "configs" / "e2e_tests.yaml"
 METRIC_PREFIX = "e2e_failure_rate"
 
 # Leading characters that do not count as the answer's first word: quotes, punctuation, Markdown.

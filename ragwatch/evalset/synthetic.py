@@ -22,10 +22,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator
 
-from ragwatch.evalset_io import samples_fingerprint
-from ragwatch.llm.client import LLMClient
-from ragwatch.llm.types import Generation, LLMSettings
-from ragwatch.testset_filters import (
+from ragwatch.evalset.export import samples_fingerprint
+from ragwatch.evalset.filters import (
     CHECK_PROMPT_VERSION,
     Embedder,
     FilterChain,
@@ -37,6 +35,8 @@ from ragwatch.testset_filters import (
     question_problem,
     verbatim_problem,
 )
+from ragwatch.llm.client import LLMClient
+from ragwatch.llm.types import Generation, LLMSettings
 from ragwatch.types import Chunk, EvalSample, RelevantItem
 
 PROMPT_VERSION = "testset-qa-v1"
@@ -283,7 +283,7 @@ def generate_testset(
     settings = settings or TestsetSettings()
     chunks = getattr(index, "chunks", None)
     if chunks is None:
-        raise TypeError(f"generate_testset needs an index with a `.chunks` list (ragwatch.index.Index), "
+        raise TypeError(f"generate_testset needs an index with a `.chunks` list (ragwatch.indexing.index.Index), "
                         f"got {type(index).__name__}")
     client = llm if isinstance(llm, LLMClient) else LLMClient(llm)
     mark = client.usage.model_copy()

@@ -11,7 +11,7 @@ Example:
     ...                         columns=ColumnMap(question="q", relevant="url"), relevance_kind="url"))
     >>> report.samples[0].relevant, report.skipped   # [(line, reason), ...]
 
-Writing a set back out is `ragwatch.evalset_io`.
+Writing a set back out is `ragwatch.evalset.export`.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from ragwatch.rows import read_rows
 from ragwatch.types import EvalSample, RelevanceKind, RelevantItem
 
-SAMPLE_EVAL_DIR = Path(__file__).resolve().parent.parent / "data" / "sample" / "eval"
+SAMPLE_EVAL_DIR = Path(__file__).resolve().parents[2] / "data" / "sample" / "eval"
 ZENML_QA_PATH = SAMPLE_EVAL_DIR / "zenml_qa_test.jsonl"
 HANDWRITTEN_CASES_PATH = SAMPLE_EVAL_DIR / "handwritten_eval_cases.json"
 

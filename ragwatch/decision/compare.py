@@ -1,9 +1,9 @@
 """Run comparison: each metric of two runs side by side, the difference and its verdict.
 
 `compare_runs` sets two runs' metrics side by side: for every metric in both, the difference
-`new - old` with a 95% interval (`ragwatch.stats`; paired over items scored in both runs, unpaired when the
-items do not pair) and a verdict. The gate (`ragwatch.gate`) turns a comparison into promote / do
-not promote; `ragwatch.summary` writes it as text, Markdown or HTML.
+`new - old` with a 95% interval (`ragwatch.statistics.intervals`; paired over items scored in both runs,
+unpaired when the items do not pair) and a verdict. The gate (`ragwatch.decision.gate`) turns a comparison
+into promote / do not promote; `ragwatch.report.summary` writes it as text, Markdown or HTML.
 
 Direction, scale and meaning come from each metric's `MetricResult.info` (`MetricInfo`). When both
 runs carry a `MetricResult.labelled` estimate (prediction-powered, from human labels), the verdict
@@ -26,8 +26,8 @@ lower-is-better metrics such as perplexity or failure rates) and `drop` the allo
 
 Example:
     >>> comparison = compare_runs(new_metrics, production_metrics, thresholds=GateThresholds())
-    >>> print(comparison_text(comparison))  # ragwatch.summary
-    >>> decision = gate_decision(comparison, GateThresholds())  # ragwatch.gate
+    >>> print(comparison_text(comparison))  # ragwatch.report.summary
+    >>> decision = gate_decision(comparison, GateThresholds())  # ragwatch.decision.gate
 """
 
 from __future__ import annotations
@@ -38,10 +38,10 @@ from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, Field
 
+from ragwatch.decision.thresholds import GateThresholds
 from ragwatch.fmt import fmt_num
 from ragwatch.results import JudgeAgreement, MetricResult
-from ragwatch.stats import paired_diff_interval, unpaired_diff_interval
-from ragwatch.thresholds import GateThresholds
+from ragwatch.statistics.intervals import paired_diff_interval, unpaired_diff_interval
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -22,11 +22,11 @@ from dataclasses import dataclass, field
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ragwatch.compare import Comparison, MetricComparison
+from ragwatch.decision.compare import Comparison, MetricComparison
+from ragwatch.decision.gate import GateDecision
+from ragwatch.decision.thresholds import matches
 from ragwatch.fmt import fmt_num, fmt_signed, md_cell
-from ragwatch.gate import GateDecision
 from ragwatch.results import MetricResult
-from ragwatch.thresholds import matches
 
 __all__ = ["fmt_num", "fmt_signed"]  # re-exported: the report and older callers format through here
 

@@ -1,11 +1,11 @@
 """The regression gate: promote a run or not, from its comparison with production.
 
-`GateThresholds` (`ragwatch.thresholds`) is the team's rule: how far each metric may drop, which
+`GateThresholds` (`ragwatch.decision.thresholds`) is the team's rule: how far each metric may drop, which
 metrics gate, and what an "inconclusive" gated metric does (`inconclusive`): "promote" (only clear
 regressions block), "hold" (any inconclusive gated metric holds the promotion), "min_n" (the default:
 inconclusive holds only when fewer than `min_n` items were compared, i.e. when the evaluation set is
 too small to decide).
-`gate_decision` reads the verdicts of a `ragwatch.compare.Comparison` and returns a `GateDecision`.
+`gate_decision` reads the verdicts of a `ragwatch.decision.compare.Comparison` and returns a `GateDecision`.
 
 Example:
     >>> comparison = compare_runs(new_metrics, production_metrics, thresholds=GateThresholds())
@@ -19,11 +19,11 @@ from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, Field, model_validator
 
+from ragwatch.decision.thresholds import GateThresholds, matches
 from ragwatch.fmt import fmt_num, fmt_signed
-from ragwatch.thresholds import GateThresholds, matches
 
 if TYPE_CHECKING:
-    from ragwatch.compare import Comparison, MetricComparison
+    from ragwatch.decision.compare import Comparison, MetricComparison
 
 GateStatus = Literal["promote", "regressed", "hold", "no_baseline"]
 

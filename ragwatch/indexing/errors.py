@@ -1,5 +1,5 @@
-"""The index's errors, below both `ragwatch.index` and `ragwatch.bm25` (which raises one when BM25 cannot
-be set up), so that neither imports the other to get them. `ragwatch.index` exports them too.
+"""The index's errors, below both `ragwatch.indexing.index` and `ragwatch.indexing.bm25` (which raises one
+when BM25 cannot be set up), so that neither imports the other to get them. `ragwatch.indexing.index` exports them too.
 """
 
 from __future__ import annotations

@@ -1,0 +1,2 @@
+"""From two runs to a decision: the metrics side by side with intervals and a verdict each (`compare`),
+the thresholds a team sets (`thresholds`), and promote or not (`gate`). Presenting them is `report`."""
