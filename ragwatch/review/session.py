@@ -10,7 +10,7 @@ the judge's view withheld until the item is labelled. `label` / `undo` / `skip` 
 Example:
     >>> session = ReviewSession.start(rows, judged, LabelLog(path), run_id="...", run_name="full-1")  # doctest: +SKIP
     >>> session.label("tab-1", session.items[0].item_id, "faithfulness", statements=[1, 0])  # doctest: +SKIP
-    >>> session.state("tab-1")["progress"]  # doctest: +SKIP
+    >>> session.state("tab-1")["labelled"]  # doctest: +SKIP
 """
 
 from __future__ import annotations
