@@ -20,7 +20,7 @@ from zenml.client import Client
 from zenml.enums import ExecutionStatus, ModelStages
 
 from ragwatch.artifacts import MetricGroup
-from ragwatch.labels import HumanLabels
+from ragwatch.review import HumanLabels
 
 TRACK_STEP = "track_evaluation"
 METRICS_OUTPUT = "all_metrics"

@@ -1,6 +1,6 @@
 """How long the review page makes a person wait per label, and how much there is to read per item.
 
-Drives the real page (`ragwatch.review_web` over `ragwatch.review_session`) in headless Chromium with
+Drives the real page (`ragwatch.review.server` over `ragwatch.review.session`) in headless Chromium with
 Playwright: each item is answered by key presses as a person would (one key per statement, a digit
 on 1-5 metrics, Enter for the next item); the time from the first key of an item to the next item
 on screen is the page's share of a label (request, fsync of the log, agreement and PPI preview,
@@ -31,8 +31,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from ragwatch.results import ItemScore, MetricInfo, MetricResult
-from ragwatch.review_session import LabelLog, ReviewSession
-from ragwatch.review_web import ReviewApp, attach, make_server
+from ragwatch.review import LabelLog, ReviewApp, ReviewSession, attach, make_server
 from ragwatch.statements import StatementVerdict
 
 NEXT_ITEM = "head => document.querySelector('#item-head b').textContent.startsWith(head)"

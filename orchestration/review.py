@@ -1,7 +1,7 @@
 """`python run.py review export|import`: the ZenML side of the human review round trip.
 
 Export reads a finished evaluation run's per-item table and judged metrics and writes a review
-sample (CSV + JSONL, see `ragwatch.review`). Import validates a filled file against the run it
+sample (CSV + JSONL, see `ragwatch.review.files`). Import validates a filled file against the run it
 was exported from, merges its labels into the system's latest `human_labels` artifact and saves
 the result as a new version, linked to the run's model version, with the source run and the
 import's counts as metadata. The next `evaluate` run reads it (`steps.labels`).
@@ -22,9 +22,15 @@ from zenml import Model, link_artifact_to_model, log_metadata, save_artifact
 from zenml.client import Client
 from zenml.enums import ExecutionStatus
 
-from ragwatch.labels import HumanLabels
 from ragwatch.results import MetricResult
-from ragwatch.review import LabelProblem, read_label_file, review_sample, validate_labels, write_review_files
+from ragwatch.review import (
+    HumanLabels,
+    LabelProblem,
+    read_label_file,
+    review_sample,
+    validate_labels,
+    write_review_files,
+)
 from readback import LABELS_ARTIFACT, evaluation_runs, latest_human_labels
 
 REVIEWS_DIR = Path("reviews")

@@ -25,9 +25,17 @@ from typing import Any
 
 from orchestration.review import find_run, model_name_of, run_items, save_labels
 from orchestration.scheduling import state_dir
-from ragwatch.labels import HumanLabels, remove_labels
-from ragwatch.review_session import DEFAULT_TARGET, LabelLog, ReviewSession, replay
-from ragwatch.review_web import ReviewApp, attach, make_server
+from ragwatch.review import (
+    DEFAULT_TARGET,
+    HumanLabels,
+    LabelLog,
+    ReviewApp,
+    ReviewSession,
+    attach,
+    make_server,
+    remove_labels,
+    replay,
+)
 from readback import evaluation_runs, latest_human_labels
 
 SYNC_DELAY_S = 1.0

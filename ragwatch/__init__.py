@@ -5,8 +5,12 @@ The core library never imports zenml: every metric runs from a notebook or pytes
 
 import os
 
+from ragwatch._moved import install
+
 # litellm fetches a model price map from the internet at import unless told to use its bundled one;
 # every ragwatch module that imports litellm is below this package, so this runs first.
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+install()  # old import paths of moved modules (stored artifacts name their types by them)
 
 __version__ = "0.1.0"

@@ -12,7 +12,7 @@ from typing import Annotated
 from zenml import get_step_context, log_metadata, step
 
 from ragwatch.artifacts import MetricGroup
-from ragwatch.labels import attach_labelled, labelled_summary
+from ragwatch.review import attach_labelled, labelled_summary
 from readback import latest_human_labels
 
 

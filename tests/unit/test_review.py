@@ -8,9 +8,11 @@ import json
 import numpy as np
 import pytest
 
-from ragwatch.labels import HumanLabel, HumanLabels, attach_labelled, labelled_summary
 from ragwatch.results import ItemScore, MetricInfo, MetricResult
-from ragwatch.review import allocate, read_label_file, review_sample, validate_labels, write_review_files
+from ragwatch.review.files import read_label_file, validate_labels, write_review_files
+from ragwatch.review.labelled import attach_labelled, labelled_summary
+from ragwatch.review.labels import HumanLabel, HumanLabels
+from ragwatch.review.sample import allocate, review_sample
 
 
 def _metrics(n: int = 40, seed: int = 0) -> tuple[list[dict], dict[str, MetricResult]]:

@@ -14,11 +14,13 @@ from pathlib import Path
 import pytest
 
 from ragwatch.judges.verify import context_windows
-from ragwatch.labels import HumanLabel, HumanLabels, remove_labels
 from ragwatch.results import ItemScore, MetricInfo, MetricResult
-from ragwatch.review import review_sample
-from ragwatch.review_session import LabelEvent, LabelLog, ReviewSession, judge_windows, replay
-from ragwatch.review_web import PortInUseError, ReviewApp, attach, make_server
+from ragwatch.review.hints import judge_windows
+from ragwatch.review.labels import HumanLabel, HumanLabels, remove_labels
+from ragwatch.review.log import LabelEvent, LabelLog, replay
+from ragwatch.review.sample import review_sample
+from ragwatch.review.server import PortInUseError, ReviewApp, attach, make_server
+from ragwatch.review.session import ReviewSession
 from ragwatch.statements import StatementVerdict
 
 CONTEXT = ("ZenML runs pipelines on the local orchestrator by default. Steps run one after another.\n\n"

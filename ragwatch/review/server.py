@@ -1,9 +1,9 @@
 """The review page over HTTP: a small JSON API on 127.0.0.1 and one static, keyboard-first page.
 
 The standard library's threading HTTP server is enough for one person (or a few tabs) on the local
-machine and adds no dependency; the labelling logic lives in `ragwatch.review_session`. Routes:
+machine and adds no dependency; the labelling logic lives in `ragwatch.review.session`. Routes:
 
-    GET  /                    the page (page.html, page.css, page.js)
+    GET  /                    the page (static/: page.html, page.css, page.js)
     GET  /api/state?tab=T     progress, agreement, estimates, the next item, the latest evaluation
     GET  /api/item/N          item N (the judge's view only once the item is labelled)
     POST /api/label           {tab, item_id, metric, value | statements, seen}
@@ -31,9 +31,9 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlparse
 
-from ragwatch.review_session import ReviewSession
+from ragwatch.review.session import ReviewSession
 
-STATIC = Path(__file__).parent
+STATIC = Path(__file__).parent / "static"
 FILES = {"/": ("page.html", "text/html; charset=utf-8"), "/page.css": ("page.css", "text/css; charset=utf-8"),
          "/page.js": ("page.js", "text/javascript; charset=utf-8")}
 MAX_BODY = 64 * 1024

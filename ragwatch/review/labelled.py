@@ -1,0 +1,96 @@
+"""What human labels estimate: prediction-powered estimates of judged metrics.
+
+`attach_labelled` fills `MetricResult.labelled` with a prediction-powered estimate (PPI++, see
+`ragwatch.statistics.ppi`) for every metric that has human labels on at least 2 of its scored items. A label
+carries the `judged_key` of the item it labelled (the hash of the answer and its statements) and is
+not used for a different answer of the same item id (`labels_of_changed_answers`).
+
+Example:
+    >>> metrics, skipped = attach_labelled(judged, labels)  # doctest: +SKIP
+    >>> labelled_summary(metrics)["faithfulness"]["score"]  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ragwatch.results import LabelledEstimate, MetricResult
+from ragwatch.review.labels import HumanLabel, HumanLabels
+from ragwatch.statistics.ppi import ppi_mean
+
+MIN_LABELS = 2  # an interval needs a variance, so at least two labelled items
+
+
+def labelled_estimate(result: MetricResult, labels: dict[str, HumanLabel], *, confidence: float = 0.95
+                      ) -> tuple[LabelledEstimate | None, str | None]:
+    """The PPI++ estimate of `result` from `labels` (item id -> label), or None and the reason."""
+    scored = {it.item_id: float(it.score) for it in result.items if it.ok and it.score is not None}
+    keys = {it.item_id: it.details.get("judged_key") for it in result.items}
+    stale = [i for i in scored if i in labels and not _same_item(labels[i], keys.get(i))]
+    used = [labels[i] for i in scored if i in labels and i not in stale]
+    on_failed = sum(1 for it in result.items if not it.ok and it.item_id in labels)
+    if len(used) < MIN_LABELS:
+        changed = (f"; {len(stale)} label(s) were given for an earlier answer of the same question and no "
+                   "longer apply (label the new answers)") if stale else ""
+        return None, (f"{len(used)} human label(s) on this run's scored items; at least {MIN_LABELS} are "
+                      f"needed (python run.py review export, then review import){changed}")
+    est = ppi_mean([lab.value for lab in used], [scored[lab.item_id] for lab in used], list(scored.values()),
+                   weights=[1.0 / lab.inclusion_prob for lab in used], confidence=confidence,
+                   bounds=result.info.scale)
+    details: dict[str, Any] = {
+        "lambda": est.lam,
+        "labelled_only": est.labelled_only,
+        "judge_mean_on_labelled": sum(scored[lab.item_id] for lab in used) / len(used),
+        "label_mean": sum(lab.value for lab in used) / len(used),
+        "labels_on_failed_items": on_failed,
+        "labels_of_changed_answers": len(stale),
+        "labels_not_in_run": len(labels) - len(used) - on_failed - len(stale),
+        "interval": f"t interval, {est.confidence:.0%}, weighted by inclusion probability",
+    }
+    return LabelledEstimate(method="ppi++", score=est.estimate, ci_low=est.ci_low, ci_high=est.ci_high,
+                            n_labels=est.n_labels, n_items=est.n_items,
+                            labelled_only_ci=est.labelled_only_ci, details=details), None
+
+
+def _same_item(label: HumanLabel, judged_key: Any) -> bool:
+    """A label applies to an item when it was given for the same answer (and statements), or is keyless."""
+    return label.judged_key is None or judged_key is None or label.judged_key == judged_key
+
+
+def attach_labelled(metrics: dict[str, MetricResult], labels: HumanLabels | None, *, confidence: float = 0.95
+                    ) -> tuple[dict[str, MetricResult], dict[str, str]]:
+    """Copies of `metrics` with `labelled` filled where labels allow; and why not, per labelled metric.
+
+    Metrics without any human label are returned unchanged and not mentioned.
+    """
+    if labels is None:
+        return dict(metrics), {}
+    out: dict[str, MetricResult] = {}
+    skipped: dict[str, str] = {}
+    for name, result in metrics.items():
+        by_item = labels.for_metric(name)
+        if not by_item:
+            out[name] = result
+            continue
+        estimate, reason = labelled_estimate(result, by_item, confidence=confidence)
+        out[name] = result.model_copy(update={"labelled": estimate})
+        if reason is not None:
+            skipped[name] = reason
+    return out, skipped
+
+
+def labelled_summary(metrics: dict[str, MetricResult]) -> dict[str, dict[str, Any]]:
+    """Flat figures of every labelled estimate, for run and model-version metadata."""
+    out = {}
+    for name, result in metrics.items():
+        est = result.labelled
+        if est is None:
+            continue
+        out[name] = {
+            "method": est.method, "score": est.score, "ci_low": est.ci_low, "ci_high": est.ci_high,
+            "n_labels": est.n_labels, "n_items": est.n_items,
+            **({"judge_only_score": result.score} if result.score is not None else {}),
+            **({"labelled_only_ci_low": est.labelled_only_ci[0], "labelled_only_ci_high": est.labelled_only_ci[1]}
+               if est.labelled_only_ci else {}),
+        }
+    return out
