@@ -34,6 +34,7 @@ from ragwatch.llm.budget import Budget
 from ragwatch.llm.cache import GenerationCache, cache_key, default_cache_root
 from ragwatch.llm.history import StageRecord, record_stage
 from ragwatch.llm.limiter import Limiter
+from ragwatch.llm.models import is_local, local_name
 from ragwatch.llm.retry import (
     FatalLLMError,
     backoff_s,
@@ -54,7 +55,6 @@ T = TypeVar("T")
 OVERRIDES = frozenset(
     {"temperature", "max_tokens", "seed", "logprobs", "top_logprobs", "top_p", "stop", "mock_response"}
 )
-LOCAL_PREFIX = "local/"
 
 
 @dataclass
@@ -81,12 +81,12 @@ class LLMClient:
     def __init__(self, settings: LLMSettings | None = None) -> None:
         self.settings = settings or LLMSettings()
         load_litellm()  # its import takes seconds: here, not on the event loop inside the first call
-        self.is_local = self.settings.model.startswith(LOCAL_PREFIX)
+        self.is_local = is_local(self.settings.model)
         if self.is_local:
             from ragwatch.llm import local
             from ragwatch.llm.models import get_model
 
-            name = self.settings.model.removeprefix(LOCAL_PREFIX)
+            name = local_name(self.settings.model)
             get_model(name)  # a typo fails here, naming the choices
             local.register()
             local.reserve(name, self.settings.concurrency)  # the model decodes this many calls together
@@ -340,7 +340,7 @@ class LLMClient:
             )
         from ragwatch.llm import local
 
-        return local.perplexity(self.settings.model.removeprefix(LOCAL_PREFIX), text)
+        return local.perplexity(local_name(self.settings.model), text)
 
     # ------------------------------------------------------------------------------------ requests
     def _request(
