@@ -108,7 +108,8 @@ def judge_answers(
     """
     llm = LLMClient(config.llm)
     generator_llm = LLMClient(generator) if generator is not None else None
-    judges = build_judges(config, llm, embedder=embedder, generator_llm=generator_llm)
+    judges = build_judges(config, llm, embedder=embedder, generator_llm=generator_llm,
+                          generator_model=generator.model if generator is not None else None)
     metrics = run_judges(judges, samples, answers)
     return MetricGroup(group="judges", metrics=metrics, details={"usage": llm.usage.model_dump()},
                        unavailable=unavailable_metrics(judges, answers))

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel
 
-from ragwatch.labels import HumanLabels
 from ragwatch.results import MetricResult
+from ragwatch.review import HumanLabels
 from ragwatch.statistics.agreement import (
     Estimate,
     balanced_accuracy,

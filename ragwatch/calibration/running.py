@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ragwatch.calibration.loaders import CalibrationItem, load_calibration_set, stratified_sample
 from ragwatch.calibration.report import CalibrationReport, calibrate
+from ragwatch.judges.config import JudgesConfig, build_judges
 from ragwatch.llm.types import LLMSettings
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -38,7 +39,7 @@ class CalibrationSettings(BaseModel):
     # default) judges it as one statement, the unit its label was given for (a RAG answer statement, a claim)
     max_statements: int = Field(default=1, ge=1, le=50)
     max_context_tokens: int = Field(default=1500, ge=50)
-    llm: LLMSettings = Field(default_factory=lambda: LLMSettings(max_tokens=96))
+    llm: LLMSettings = Field(default_factory=lambda: LLMSettings(max_tokens=96))  # the judge's, as `judges.llm`
     resamples: int = Field(default=2000, ge=100)
     tune_threshold: bool = True  # choose the weighted-mode threshold on one half, report it on the other
 
@@ -51,9 +52,10 @@ def resolve_dataset(path: str) -> Path:
 
 
 def build_calibration_judge(settings: CalibrationSettings, items: Sequence[CalibrationItem], llm: Any) -> Any:
-    """`auto`: faithfulness when every item has contexts, else the support judge (`ragwatch.judges`).
+    """`auto`: faithfulness when every item has contexts, else the support judge, built by the judge
+    registry as a pipeline builds it (`build_judges`, with `settings.llm` as the judge model).
 
-    Both are engine judges; the support judge is built without a P(yes) cut-off so that its item
+    The support judge takes its greedy verdict (`verdict: greedy`, no P(yes) cut-off) so that its item
     score is the greedy token and `calibrate` compares it with P(yes) (the weighted mode).
     """
     kind = settings.judge
@@ -63,14 +65,14 @@ def build_calibration_judge(settings: CalibrationSettings, items: Sequence[Calib
         if not all(it.contexts for it in items):
             raise ValueError("the faithfulness judge checks answers against contexts, and some items have "
                              "none; use judge: support for sets without context (e.g. HaluEval general)")
-        from ragwatch.judges.faithfulness import FaithfulnessJudge
-
-        return FaithfulnessJudge(llm, statements="sentences", max_statements=settings.max_statements,
-                                 max_context_tokens=settings.max_context_tokens,
-                                 use_logprobs=settings.use_logprobs)
-    from ragwatch.judges.support import SupportJudge
-
-    return SupportJudge(llm, use_logprobs=settings.use_logprobs, max_context_tokens=settings.max_context_tokens)
+        options = {"statements": "sentences", "max_statements": settings.max_statements,
+                   "max_context_tokens": settings.max_context_tokens}
+    else:
+        options = {"verdict": "greedy", "max_context_tokens": settings.max_context_tokens}
+    config = JudgesConfig.model_validate({"llm": settings.llm, "enabled": [kind], "use_logprobs": settings.use_logprobs,
+                                          kind: options})
+    (judge,) = build_judges(config, llm)
+    return judge
 
 
 def run_calibration(config: CalibrationSettings, llm: Any = None) -> CalibrationReport:

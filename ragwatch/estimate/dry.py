@@ -19,9 +19,10 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from ragwatch.llm.client import LLMClient, Prompt, _Request
+from ragwatch.llm.client import LLMClient
 from ragwatch.llm.history import StageRecord, typical
 from ragwatch.llm.pricing import count_tokens
+from ragwatch.llm.request import Prompt, Request
 from ragwatch.llm.types import Generation, LLMSettings
 from ragwatch.progress import Progress
 
@@ -60,7 +61,7 @@ class DryClient(LLMClient):
         self.stages: dict[str, StageCount] = {}
 
     async def _run_requests(
-        self, requests: list[_Request], desc: str | Progress | None, stage: str | None
+        self, requests: list[Request], desc: str | Progress | None, stage: str | None
     ) -> list[Generation]:
         # every batch of calls (generate_many, a judge stage's generate_stage) ends here
         label = stage or (desc if isinstance(desc, str) else None) or "calls"
@@ -73,7 +74,7 @@ class DryClient(LLMClient):
     def perplexity(self, text: str) -> float:
         return 1.0  # scored in process by a local model: no provider call to count
 
-    def _dry(self, request: _Request, stage: str) -> Generation:
+    def _dry(self, request: Request, stage: str) -> Generation:
         count = self.stages.get(stage)
         if count is None:
             count = self.stages[stage] = StageCount(self.role, stage, self.settings.model)

@@ -14,6 +14,7 @@ from pydantic import BaseModel, Field
 
 from ragwatch.estimate.dry import StageCount
 from ragwatch.llm.history import StageRecord
+from ragwatch.llm.models import is_local
 from ragwatch.llm.pricing import call_cost, is_priced
 from ragwatch.llm.types import LLMSettings
 
@@ -82,7 +83,7 @@ def wall_time(count: StageCount, settings: LLMSettings) -> float:
     per_prompt, per_reply = count.prompt_tokens / n, count.completion_tokens / n
     if count.latency_s is not None:
         latency = count.latency_s
-    elif settings.model.startswith("local/"):
+    elif is_local(settings.model):
         latency = per_prompt / LOCAL_PROMPT_TOKENS_PER_S + per_reply / LOCAL_REPLY_TOKENS_PER_S
     else:
         latency = HOSTED_LATENCY_S + per_reply / HOSTED_TOKENS_PER_S

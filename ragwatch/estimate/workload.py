@@ -26,6 +26,7 @@ from ragwatch.config import FullConfig
 from ragwatch.estimate.dry import DryClient
 from ragwatch.estimate.table import Estimate, estimate_row
 from ragwatch.llm.history import StageRecord, read_history, typical
+from ragwatch.llm.models import is_local
 from ragwatch.llm.pricing import call_cost, count_tokens, is_priced
 from ragwatch.llm.types import LLMSettings
 from ragwatch.types import Chunk, EvalSample, SearchHit
@@ -118,7 +119,7 @@ def _chunks(config: FullConfig) -> list[Chunk]:
 
 def _ingest_rows(config: FullConfig, chunks: list[Chunk], estimate: Estimate) -> None:
     embedding = config.ingest.embedding
-    if embedding.model.startswith("local/"):
+    if is_local(embedding.model):
         estimate.notes.append(f"ingest: {len(chunks)} chunks embedded by the local model "
                               f"{embedding.model} (no provider call)")
         return

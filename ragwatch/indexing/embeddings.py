@@ -27,7 +27,8 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-LOCAL_PREFIX = "local/"
+from ragwatch.llm.models import LOCAL_PREFIX, is_local, local_name
+
 DEFAULT_EMBEDDING_MODEL = "local/all-MiniLM-L6-v2"
 DEFAULT_REMOTE_MAX_INPUT_TOKENS = 8192
 
@@ -75,7 +76,7 @@ class Embedder(Protocol):
 def get_embedder(settings: EmbeddingSettings | None = None) -> Embedder:
     """The embedder for `settings` (default: the packaged local model)."""
     settings = settings or EmbeddingSettings()
-    if settings.model.startswith(LOCAL_PREFIX):
+    if is_local(settings.model):
         return LocalOnnxEmbedder(settings)
     return LiteLLMEmbedder(settings)
 
@@ -243,7 +244,7 @@ class LocalOnnxEmbedder:
 
     def __init__(self, settings: EmbeddingSettings | None = None) -> None:
         settings = settings or EmbeddingSettings()
-        name = settings.model.removeprefix(LOCAL_PREFIX)
+        name = local_name(settings.model)
         if name not in LOCAL_MODELS:
             known = ", ".join(LOCAL_PREFIX + n for n in LOCAL_MODELS)
             raise ValueError(
@@ -310,7 +311,7 @@ class LiteLLMEmbedder:
     """
 
     def __init__(self, settings: EmbeddingSettings) -> None:
-        if settings.model.startswith(LOCAL_PREFIX):
+        if is_local(settings.model):
             raise ValueError(f"{settings.model!r} is a local model: use get_embedder() or LocalOnnxEmbedder")
         self.settings = settings
         self.identity = settings.model

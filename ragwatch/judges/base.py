@@ -20,26 +20,9 @@ from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict
 
-from ragwatch.judges.engine import (
-    check_aligned,
-    logprob_overrides,
-    mean,
-    model_name,
-    run_judges,
-    usage_of,
-)
 from ragwatch.llm.types import Generation
 from ragwatch.results import MetricInfo, MetricResult
 from ragwatch.types import EvalSample, RagAnswer
-
-__all__ = [  # the engine's helpers are re-exported: code outside judges/ imports them from here
-    "check_aligned",
-    "logprob_overrides",
-    "mean",
-    "model_name",
-    "run_judges",
-    "usage_of",
-]
 
 PromptFamily = Literal["json", "prometheus"]
 LIKERT = (1, 2, 3, 4, 5)

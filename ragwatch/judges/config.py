@@ -82,19 +82,23 @@ class JudgesConfig(BaseModel):
 
 
 def build_judges(
-    config: JudgesConfig, llm: Any, embedder: Any = None, generator_llm: Any = None
+    config: JudgesConfig, llm: Any, embedder: Any = None, generator_llm: Any = None,
+    generator_model: str | None = None,
 ) -> list[Any]:
     """The enabled judges, in `config.enabled` order (custom judges run only when listed there).
 
-    `llm` is the judge `LLMClient`; `embedder` serves similarity (default: the packaged local model,
-    loaded on first use); `generator_llm` is the system under test's client, for perplexity.
+    `llm` is the judge `LLMClient` built from `config.llm`, whose model the judges are given
+    (`JudgeDeps.model`); `embedder` serves similarity (default: the packaged local model, loaded on
+    first use); `generator_llm` is the system under test's client and `generator_model` its model
+    string, for perplexity.
     """
-    deps = JudgeDeps(llm=llm, use_logprobs=config.use_logprobs, embedder=embedder, generator_llm=generator_llm)
+    deps = JudgeDeps(llm=llm, model=config.llm.model, use_logprobs=config.use_logprobs, embedder=embedder,
+                     generator_llm=generator_llm, generator_model=generator_model)
     custom = {c.name: c for c in config.custom}
     judges: list[Any] = []
     for name in config.enabled:
         if name in custom:
-            judges.append(CustomRubricJudge(custom[name], llm, use_logprobs=config.use_logprobs))
+            judges.append(CustomRubricJudge(custom[name], llm, model=deps.model, use_logprobs=config.use_logprobs))
         else:
             judges.append(registry.spec(name).build(config.options(name), deps))
     return judges

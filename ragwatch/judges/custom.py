@@ -107,11 +107,12 @@ def load_custom_rubrics(path: str | Path) -> list[CustomRubric]:
 class CustomRubricJudge(LikertJudge):
     """A `LikertJudge` built from a `CustomRubric`; the metric is named after the rubric."""
 
-    def __init__(self, rubric: CustomRubric, llm: Any, *, use_logprobs: bool = False) -> None:
+    def __init__(self, rubric: CustomRubric, llm: Any, *, model: str | None = None, use_logprobs: bool = False) -> None:
         super().__init__(
             rubric.name,
             rubric.criterion(),
             llm,
+            model=model,
             threshold=rubric.threshold,
             prompt_family=rubric.prompt_family,
             few_shot=rubric.few_shot,

@@ -65,12 +65,6 @@ def mean(values: Sequence[float]) -> float | None:
     return sum(values) / len(values) if values else None
 
 
-def model_name(llm: Any) -> str:
-    """The judge model's name, for usage records and comparison tables."""
-    settings = getattr(llm, "settings", None)
-    return str(getattr(settings, "model", "") or "")
-
-
 def usage_of(generations: Sequence[Generation], model: str) -> Usage:
     """Usage totals of exactly these generations (per judge, not the client's lifetime)."""
     usage = Usage(model=model)
@@ -132,6 +126,7 @@ class LLMJudge:
 
     metrics: dict[str, MetricInfo]
     llm: Any = None
+    model: str | None = None  # the judge LLM's model string as configured (`JudgeDeps.model`), never read off `llm`
     use_logprobs: bool = False
 
     @property
@@ -146,7 +141,7 @@ class LLMJudge:
     @property
     def judge_model(self) -> str | None:
         """The model behind the scores (`MetricInfo.judge_model`); None for a judge without one."""
-        return model_name(self.llm) or None
+        return self.model or None
 
     def details(self, metric: str) -> dict[str, Any]:
         """Judge-level details of one metric (prompt family, ...)."""
@@ -314,7 +309,7 @@ def run_judge(judge: LLMJudge, samples: list[EvalSample], answers: list[RagAnswe
     for i, answer in enumerate(answers):
         _stamp_judged(outcomes[str(i)], answer)
 
-    usage = usage_of(every, model_name(judge.llm))
+    usage = usage_of(every, judge.model or "")
     ids = [s.id for s in samples]
     results: dict[str, MetricResult] = {}
     names = list(judge.metrics)

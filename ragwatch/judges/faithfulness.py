@@ -38,7 +38,7 @@ from pydantic import BaseModel, Field, StringConstraints, create_model
 from ragwatch.corpus.chunking import split_sentences
 from ragwatch.judges.base import DATA_RULE, FewShotExample, answer_error, fence, generation_error, to_json
 from ragwatch.judges.calibrations import faithfulness_calibration
-from ragwatch.judges.engine import Call, LLMJudge, Plan, Score, mean, model_name
+from ragwatch.judges.engine import Call, LLMJudge, Plan, Score, mean
 from ragwatch.judges.registry import JudgeDeps, JudgeOptions, register_judge
 from ragwatch.judges.verify import (
     VerdictReply,
@@ -121,6 +121,7 @@ class FaithfulnessJudge(LLMJudge):
         self,
         llm: Any,
         *,
+        model: str | None = None,
         statements: StatementSource = "llm",
         max_statements: int = 8,
         max_context_tokens: int = 1500,
@@ -141,12 +142,13 @@ class FaithfulnessJudge(LLMJudge):
                              "verify: batched or per_statement; the evidence verifier takes none")
         self.statements = statements
         prompt_version = PROMPT_VERSION if verify == "evidence" else f"{PROMPT_VERSION}-{verify}"
-        self.calibration = faithfulness_calibration(model_name(llm), prompt_version) if use_logprobs else None
+        self.calibration = faithfulness_calibration(model, prompt_version) if use_logprobs and model else None
         self.metrics = {name: MetricInfo(
             scale=(0.0, 1.0), prompt_version=prompt_version,
             description="fraction of the answer's statements the contexts support",
             agreement=self.calibration.agreement if self.calibration is not None else None)}
         self.llm = llm
+        self.model = model
         self.max_statements = max_statements
         self.use_logprobs = use_logprobs
         self.schema = statements_schema(max_statements)
@@ -181,7 +183,7 @@ class FaithfulnessJudge(LLMJudge):
                                              support_threshold=self.support_threshold)
         else:
             self.support_threshold = (
-                support_threshold if support_threshold is not None else judge_support_threshold(llm)
+                support_threshold if support_threshold is not None else judge_support_threshold(model)
             )
             self.verifier = Verifier(verify=verify, max_context_tokens=max_context_tokens,
                                      use_logprobs=use_logprobs, support_threshold=self.support_threshold,
@@ -201,7 +203,7 @@ class FaithfulnessJudge(LLMJudge):
             "support_threshold": self.support_threshold if self.use_logprobs else None,
             "support_model": (self.calibration.support_model.model_dump()
                               if self.calibration is not None and self.verify == "evidence" else None),
-            "judge_measured": measured_agreement_of(model_name(self.llm)),
+            "judge_measured": measured_agreement_of(self.model) if self.model else None,
         }
 
     def plan(self, sample: EvalSample, answer: RagAnswer) -> Plan:
@@ -255,6 +257,7 @@ class FaithfulnessJudge(LLMJudge):
 def build(options: FaithfulnessOptions, deps: JudgeDeps) -> FaithfulnessJudge:
     return FaithfulnessJudge(
         deps.llm,
+        model=deps.model,
         statements=options.statements,
         max_statements=options.max_statements,
         max_context_tokens=options.max_context_tokens,

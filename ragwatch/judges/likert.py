@@ -111,6 +111,7 @@ class LikertJudge(LLMJudge):
         criterion: Criterion,
         llm: Any,
         *,
+        model: str | None = None,
         threshold: float | None = None,
         prompt_family: PromptFamily = "json",
         few_shot: Sequence[FewShotExample | dict[str, Any]] = (),
@@ -121,6 +122,7 @@ class LikertJudge(LLMJudge):
             raise ValueError(f"prompt_family must be 'json' or 'prometheus', not {prompt_family!r}")
         self.criterion = criterion
         self.llm = llm
+        self.model = model
         self.threshold = threshold
         self.prompt_family = prompt_family
         self.use_logprobs = use_logprobs
@@ -256,18 +258,20 @@ class DeclaredLikertJudge(LikertJudge):
         self,
         llm: Any,
         *,
+        model: str | None = None,
         threshold: float | None = 4.0,
         prompt_family: PromptFamily = "json",
         few_shot: Sequence[FewShotExample | dict[str, Any]] = (),
         use_logprobs: bool = False,
         name: str | None = None,
     ) -> None:
-        super().__init__(name or self.METRIC, self.CRITERION, llm, threshold=threshold, prompt_family=prompt_family,
-                         few_shot=few_shot, use_logprobs=use_logprobs, prompt_version=self.PROMPT_VERSION)
+        super().__init__(name or self.METRIC, self.CRITERION, llm, model=model, threshold=threshold,
+                         prompt_family=prompt_family, few_shot=few_shot, use_logprobs=use_logprobs,
+                         prompt_version=self.PROMPT_VERSION)
 
     @classmethod
     def from_options(cls, options: LikertOptions, deps: JudgeDeps) -> Self:
         """The judge as its YAML block configures it (`threshold: null` is honoured: no pass/fail)."""
-        return cls(deps.llm, threshold=options.threshold, prompt_family=options.prompt_family,
+        return cls(deps.llm, model=deps.model, threshold=options.threshold, prompt_family=options.prompt_family,
                    few_shot=options.few_shot, use_logprobs=deps.use_logprobs)
 

@@ -12,8 +12,9 @@ for any provider that returns logprobs; no extra call). From it:
   them as not available for this system instead of failing every item.
 
 Example:
-    >>> gen_llm = LLMClient(LLMSettings(model="local/smollm2-135m-instruct"))  # doctest: +SKIP
-    >>> PerplexityJudge(gen_llm).evaluate_all(samples, answers)["answer_confidence"].score  # doctest: +SKIP
+    >>> settings = LLMSettings(model="local/smollm2-135m-instruct")  # doctest: +SKIP
+    >>> judge = PerplexityJudge(LLMClient(settings), generator_model=settings.model)  # doctest: +SKIP
+    >>> judge.evaluate_all(samples, answers)["answer_confidence"].score  # doctest: +SKIP
 """
 
 from __future__ import annotations
@@ -23,8 +24,9 @@ from collections.abc import Sequence
 from typing import Any, Literal
 
 from ragwatch.judges.base import answer_error
-from ragwatch.judges.engine import LLMJudge, Outcome, Score, model_name
+from ragwatch.judges.engine import LLMJudge, Outcome, Score
 from ragwatch.judges.registry import JudgeDeps, JudgeOptions, register_judge
+from ragwatch.llm.models import is_local
 from ragwatch.results import MetricInfo
 from ragwatch.types import EvalSample, RagAnswer
 
@@ -39,9 +41,11 @@ class PerplexityOptions(JudgeOptions):
 
 
 class PerplexityJudge(LLMJudge):
-    """`perplexity` and `answer_confidence` of each answer under `generator_llm` (no judge LLM)."""
+    """`perplexity` and `answer_confidence` of each answer under `generator_llm`, whose model string is
+    `generator_model` (no judge LLM)."""
 
-    def __init__(self, generator_llm: Any = None, *, source: Source = "auto", name: str = "perplexity") -> None:
+    def __init__(self, generator_llm: Any = None, *, generator_model: str | None = None, source: Source = "auto",
+                 name: str = "perplexity") -> None:
         self.metrics = {
             name: MetricInfo(direction="lower", scale=None, description="exp(-mean token logprob) of the answer"),
             "answer_confidence": MetricInfo(
@@ -49,10 +53,11 @@ class PerplexityJudge(LLMJudge):
             ),
         }
         self.generator = generator_llm
+        self.generator_model = generator_model
         self.source = source
 
     def details(self, metric: str) -> dict[str, Any]:
-        return {"generator_model": model_name(self.generator), "source": self.source}
+        return {"generator_model": self.generator_model or "", "source": self.source}
 
     def unavailable(self, answers: Sequence[RagAnswer]) -> str | None:
         """`NOT_AVAILABLE` when no given answer carries logprobs and none can be rescored; when some
@@ -65,10 +70,10 @@ class PerplexityJudge(LLMJudge):
         return NOT_AVAILABLE if all(a.mean_logprob is None for a in given) else None
 
     def _can_rescore(self) -> bool:
-        """Whether the generator's client can score a given text (an API provider cannot)."""
+        """Whether the generator's client can score a given text: only the in-process provider can."""
         if self.source == "generation" or self.generator is None or not hasattr(self.generator, "perplexity"):
             return False
-        return bool(getattr(self.generator, "is_local", True))
+        return is_local(self.generator_model or "")
 
     def plan(self, sample: EvalSample, answer: RagAnswer) -> Outcome:
         """No judge call: the generation-time logprob, or one local rescoring of the answer text."""
@@ -114,4 +119,4 @@ class PerplexityJudge(LLMJudge):
 
 @register_judge("perplexity", options=PerplexityOptions, default=True)
 def build(options: PerplexityOptions, deps: JudgeDeps) -> PerplexityJudge:
-    return PerplexityJudge(deps.generator_llm, source=options.source)
+    return PerplexityJudge(deps.generator_llm, generator_model=deps.generator_model, source=options.source)

@@ -3,12 +3,12 @@
 A judge file declares itself with `@register_judge`; the built-in judge files of this package are
 imported by `load_builtin()`, so a new judge is one new file (plus its test) and nothing else.
 
-Example (a complete registration; `JudgeDeps` carries the judge LLM and the other shared clients):
+Example (a complete registration; `JudgeDeps` carries the judge LLM, its model and the other shared clients):
     >>> class ShoutOptions(JudgeOptions):
     ...     threshold: float | None = 0.5
     >>> @register_judge("shout", options=ShoutOptions)  # doctest: +SKIP
     ... def build(options: ShoutOptions, deps: JudgeDeps) -> ShoutJudge:
-    ...     return ShoutJudge(deps.llm, threshold=options.threshold)
+    ...     return ShoutJudge(deps.llm, model=deps.model, threshold=options.threshold)
 """
 
 from __future__ import annotations
@@ -30,12 +30,16 @@ class JudgeOptions(BaseModel):
 
 @dataclass
 class JudgeDeps:
-    """What a judge may be built with: the judge LLM, logprob use, the embedder, the generator."""
+    """What a judge may be built with: the judge LLM and its model, logprob use, the embedder, the generator
+    and its model. The models are the configured strings (`JudgesConfig.llm.model`, the generator's
+    `LLMSettings.model`), carried here so that no judge reads them back off a client."""
 
     llm: Any = None
+    model: str | None = None  # the judge LLM's model string, `local/<name>` for a packaged one
     use_logprobs: bool = False
     embedder: Any = None
     generator_llm: Any = None
+    generator_model: str | None = None  # the generator's model string (perplexity)
 
 
 @dataclass(frozen=True)

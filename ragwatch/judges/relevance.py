@@ -69,6 +69,7 @@ class ContextRelevanceJudge(LLMJudge):
         self,
         llm: Any,
         *,
+        model: str | None = None,
         few_shot: Sequence[FewShotExample | dict[str, Any]] = (),
         use_logprobs: bool = False,
         name: str = "context_relevance",
@@ -76,6 +77,7 @@ class ContextRelevanceJudge(LLMJudge):
         self.metrics = {name: MetricInfo(scale=(0.0, 1.0), prompt_version=PROMPT_VERSION,
                                          description="fraction of retrieved contexts relevant to the question")}
         self.llm = llm
+        self.model = model
         self.use_logprobs = use_logprobs
         self.few_shot_messages: list[dict[str, str]] = []
         for raw in few_shot:
@@ -123,7 +125,8 @@ class ContextRelevanceJudge(LLMJudge):
 
 @register_judge("context_relevance", options=FewShotOptions, default=True)
 def build_context_relevance(options: FewShotOptions, deps: JudgeDeps) -> ContextRelevanceJudge:
-    return ContextRelevanceJudge(deps.llm, few_shot=options.few_shot, use_logprobs=deps.use_logprobs)
+    return ContextRelevanceJudge(deps.llm, model=deps.model, few_shot=options.few_shot,
+                                 use_logprobs=deps.use_logprobs)
 
 
 ANSWER_RELEVANCE = Criterion(

@@ -147,6 +147,7 @@ class RubricJudge(LLMJudge):
         self,
         llm: Any,
         *,
+        model: str | None = None,
         prompt_family: PromptFamily = "json",
         few_shot: Sequence[FewShotExample | dict[str, Any]] = (),
         use_logprobs: bool = False,
@@ -156,6 +157,7 @@ class RubricJudge(LLMJudge):
             raise ValueError(f"prompt_family must be 'json' or 'prometheus', not {prompt_family!r}")
         self._name = name
         self.llm = llm
+        self.model = model
         self.prompt_family = prompt_family
         self.use_logprobs = use_logprobs
         self.prefix = f"{name}_"
@@ -185,7 +187,7 @@ class RubricJudge(LLMJudge):
         else:  # Prometheus grades one criterion per call
             self._per_criterion = {
                 self.prefix + c: LikertJudge(
-                    self.prefix + c, crit, llm, prompt_family="prometheus", few_shot=self.few_shot,
+                    self.prefix + c, crit, llm, model=model, prompt_family="prometheus", few_shot=self.few_shot,
                     use_logprobs=use_logprobs,
                 )
                 for c, crit in CRITERIA.items()
@@ -221,5 +223,6 @@ class RubricJudge(LLMJudge):
 @register_judge("rubric", options=RubricOptions, default=True)
 def build(options: RubricOptions, deps: JudgeDeps) -> RubricJudge:
     return RubricJudge(
-        deps.llm, prompt_family=options.prompt_family, few_shot=options.few_shot, use_logprobs=deps.use_logprobs
+        deps.llm, model=deps.model, prompt_family=options.prompt_family, few_shot=options.few_shot,
+        use_logprobs=deps.use_logprobs,
     )

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_validator
 
 from ragwatch.judges.base import DATA_RULE, answer_error, fence, generation_error
 from ragwatch.judges.engine import LLMJudge, Plan, Score
@@ -62,6 +62,15 @@ class SupportOptions(JudgeOptions):
     # P(yes) cut-off of the verdict; None: the judge model's declared threshold, else 0.5
     support_threshold: float | None = Field(default=None, ge=0, le=1)
     max_context_tokens: int = Field(default=1500, ge=50)
+    # greedy: the reply's verdict token decides even with logprobs, so that `calibrate` can compare it
+    # with P(yes) (its weighted mode) and choose a cut-off
+    verdict: Literal["cutoff", "greedy"] = "cutoff"
+
+    @model_validator(mode="after")
+    def _one_rule(self) -> SupportOptions:
+        if self.verdict == "greedy" and self.support_threshold is not None:
+            raise ValueError("support_threshold is the cut-off of verdict: cutoff; with verdict: greedy leave it unset")
+        return self
 
 
 class SupportJudge(LLMJudge):
@@ -71,12 +80,14 @@ class SupportJudge(LLMJudge):
         self,
         llm: Any,
         *,
+        model: str | None = None,
         use_logprobs: bool = True,
         support_threshold: float | None = None,
         max_context_tokens: int = 1500,
         name: str = "support",
     ) -> None:
         self.llm = llm
+        self.model = model
         self.use_logprobs = use_logprobs
         self.support_threshold = support_threshold
         self.metrics = {name: MetricInfo(scale=(0.0, 1.0), binary=True, threshold=0.5, prompt_version=PROMPT_VERSION,
@@ -126,7 +137,7 @@ class SupportJudge(LLMJudge):
 @register_judge("support", options=SupportOptions)
 def build(options: SupportOptions, deps: JudgeDeps) -> SupportJudge:
     threshold = options.support_threshold
-    if threshold is None and deps.use_logprobs:
-        threshold = judge_support_threshold(deps.llm)
-    return SupportJudge(deps.llm, use_logprobs=deps.use_logprobs, support_threshold=threshold,
+    if threshold is None and deps.use_logprobs and options.verdict == "cutoff":
+        threshold = judge_support_threshold(deps.model)
+    return SupportJudge(deps.llm, model=deps.model, use_logprobs=deps.use_logprobs, support_threshold=threshold,
                         max_context_tokens=options.max_context_tokens)

@@ -24,7 +24,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field, create_model
 
 from ragwatch.judges.base import DATA_RULE, fence, generation_error, to_json
-from ragwatch.judges.engine import Call, Plan, Score, drive, gather, model_name
+from ragwatch.judges.engine import Call, Plan, Score, drive, gather
 from ragwatch.llm.logprobs import yes_probabilities_at
 from ragwatch.statements import StatementVerdict
 
@@ -128,11 +128,11 @@ def verify_batch_prompt(
     return "\n".join(parts)
 
 
-def judge_support_threshold(llm: Any) -> float:
+def judge_support_threshold(model: str | None) -> float:
     """The P(supported) cut-off the model registry declares for this judge model, else 0.5."""
     from ragwatch.llm.models import support_threshold_for
 
-    declared = support_threshold_for(model_name(llm))
+    declared = support_threshold_for(model) if model else None
     return float(declared) if declared is not None else DEFAULT_SUPPORT_THRESHOLD
 
 
@@ -297,13 +297,14 @@ def verify_many(
     llm: Any,
     items: Sequence[tuple[str | Sequence[str], Sequence[str]]],
     *,
+    model: str | None = None,
     verify: VerifyMode = "batched",
     use_logprobs: bool = True,
     support_threshold: float | None = None,
     max_context_tokens: int = 1500,
 ) -> list[list[StatementVerdict]]:
     """`verify_statements` for many (context, statements) sets, every stage in one batch."""
-    threshold = support_threshold if support_threshold is not None else judge_support_threshold(llm)
+    threshold = support_threshold if support_threshold is not None else judge_support_threshold(model)
     verifier = Verifier(verify=verify, max_context_tokens=max_context_tokens, use_logprobs=use_logprobs,
                         support_threshold=threshold)
     plans = {
@@ -325,16 +326,18 @@ def verify_statements(
     context: str | Sequence[str],
     statements: Sequence[str],
     *,
+    model: str | None = None,
     verify: VerifyMode = "batched",
     use_logprobs: bool = True,
     support_threshold: float | None = None,
     max_context_tokens: int = 1500,
 ) -> list[StatementVerdict]:
-    """Verify `statements` against `context` (one text or several passages) with the judge `llm`.
+    """Verify `statements` against `context` (one text or several passages) with the judge `llm`
+    (whose model string is `model`).
 
     Batched: one call per context window for all statements; per_statement: one call per
-    statement. With logprobs the verdict is P(supported) >= `support_threshold` (default: the judge
-    model's declared threshold, else 0.5).
+    statement. With logprobs the verdict is P(supported) >= `support_threshold` (default: the
+    threshold the model registry declares for `model`, else 0.5).
 
     Example:
         >>> verdicts = verify_statements(llm, article, ["The mayor resigned.", "It rained."])  # doctest: +SKIP
@@ -342,6 +345,6 @@ def verify_statements(
         [(True, 0.91), (False, 0.12)]
     """
     return verify_many(
-        llm, [(context, statements)], verify=verify, use_logprobs=use_logprobs,
+        llm, [(context, statements)], model=model, verify=verify, use_logprobs=use_logprobs,
         support_threshold=support_threshold, max_context_tokens=max_context_tokens,
     )[0]

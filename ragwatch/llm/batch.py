@@ -6,7 +6,8 @@ A job is remembered before it is waited for (`<cache root>/batches/<digest of it
 so a killed run picks up the batch it had submitted instead of paying for it twice; the record is
 dropped once the replies are read (and cached by the client). Replies are matched by custom id (the
 request's cache key); a line the provider failed comes back as an error, which the client retries
-online.
+online. `generate_as_batch` is what `LLMClient` runs for a stage with `batch: true`: cache hits first,
+the budget held per line, the job, then each reply priced, cached and counted like an online call.
 
 Example:
     >>> job = BatchJob(settings, api_key, root, desc="judge correctness stage 1")  # doctest: +SKIP
@@ -19,18 +20,25 @@ import asyncio
 import hashlib
 import json
 import logging
+import os
 import time
 from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from ragwatch.llm import structured
 from ragwatch.llm.backend import load_litellm
-from ragwatch.llm.retry import describe
-from ragwatch.llm.types import LLMSettings
+from ragwatch.llm.request import Request, token_logprobs
+from ragwatch.llm.retry import FatalLLMError, describe
+from ragwatch.llm.types import Generation, LLMSettings
 from ragwatch.progress import Progress
 
+if TYPE_CHECKING:
+    from ragwatch.llm.client import LLMClient
+
 log = logging.getLogger("ragwatch.progress")
+client_log = logging.getLogger("ragwatch.llm")  # a batch falling back to online calls is client news
 BATCH_PROVIDERS = ("openai", "azure", "vertex_ai", "bedrock", "hosted_vllm", "litellm_proxy", "mistral", "xai")
 ENDPOINT = "/v1/chat/completions"
 FINISHED = ("completed", "failed", "expired", "cancelled")
@@ -188,3 +196,112 @@ def _parse_line(raw: str) -> tuple[str | None, BatchReply]:
         return line.get("custom_id"), BatchReply(None, f"batch line failed ({response.get('status_code')}): "
                                                        f"{message or 'no reply'}")
     return line.get("custom_id"), BatchReply(body)
+
+
+async def generate_as_batch(
+    client: LLMClient, requests: list[Request], desc: str, progress: Progress | None = None
+) -> list[Generation]:
+    """`client`'s requests not in its cache as one provider batch, within its budget and counted in its
+    usage; lines the batch failed, or whose reply does not fit the schema, are retried online."""
+    from ragwatch.llm.pricing import call_cost, count_tokens
+
+    started = time.perf_counter()
+    out: list[Generation | None] = [None] * len(requests)
+    todo: dict[str, list[int]] = {}
+    for i, request in enumerate(requests):
+        hit = await asyncio.to_thread(client._cache.get, request.key) if client._cache is not None else None
+        gen = client._from_cache(hit, request, started) if hit is not None else None
+        if gen is not None:
+            out[i] = gen
+            client._account(gen)
+        else:
+            todo.setdefault(request.key, []).append(i)
+    if todo:
+        job = BatchJob(client.settings, batch_api_key(client.settings), client._root, desc)
+        lines, held = [], {}
+        for key, where in todo.items():
+            request = requests[where[0]]
+            if client.budget is not None:
+                projected = call_cost(client.settings.model, count_tokens(client.settings.model, request.messages),
+                                      float(request.params.get("max_tokens") or client.settings.max_tokens),
+                                      batch=True)
+                held[key] = client.budget.reserve(projected)
+                if held[key] is None:
+                    for i in where:
+                        out[i] = client._failed(client.budget.reason(), 0.0)
+                        client._account(out[i])
+                    continue
+            lines.append(job.line(key, request.messages, request.params))
+        pending = False
+        try:
+            replies = await job.run(lines, progress) if lines else {}
+        except BatchPending as exc:
+            pending = True
+            replies = {ln.key: BatchReply(None, str(exc)) for ln in lines}
+        except Exception as exc:  # the batch API refused the job: every line goes online
+            reason = f"batch not submitted: {describe(exc, client._api_key())}"
+            client_log.warning("%s: %s; sending its %d calls online", desc, reason, len(lines))
+            replies = {ln.key: BatchReply(None, reason) for ln in lines}
+        online = client._send_state()
+
+        async def settle(ln: Any) -> None:
+            request, where = requests[todo[ln.key][0]], todo[ln.key]
+            gen = reply_generation(client.settings, replies[ln.key], request, started)
+            client._settle(held.get(ln.key), gen.cost_usd if gen is not None else 0.0)
+            if gen is not None:
+                if client._cache is not None:
+                    await asyncio.to_thread(client._cache.put, request.key,
+                                            gen.model_dump(mode="json", exclude={"parsed"}))
+                client._account(gen)
+            elif not pending:  # a failed line, or a reply that does not fit the schema: once more online
+                gen = await client._generate(request, online)  # accounts for itself
+            else:  # still running at the provider: no second payment now, a re-run picks it up
+                gen = client._failed(replies[ln.key].error or "batch pending", time.perf_counter() - started)
+                client._account(gen)
+            out[where[0]] = gen
+            for i in where[1:]:  # identical requests: one line served them all
+                out[i] = gen.model_copy(update={"cached": True, "cost_usd": 0.0}) if gen.ok else gen
+                client._account(out[i])
+
+        await asyncio.gather(*(settle(ln) for ln in lines))
+        if not pending:
+            job.forget(lines)
+    done = [g for g in out if g is not None]
+    client._record(desc, done, time.perf_counter() - started, batch=True)
+    return done
+
+
+def reply_generation(settings: LLMSettings, reply: BatchReply, request: Request, started: float) -> Generation | None:
+    """A generation from one batch line, priced at the batch rate; None when it needs an online retry."""
+    from ragwatch.llm.pricing import call_cost
+
+    if reply.body is None:
+        return None
+    try:
+        choice = reply.body["choices"][0]
+        text = (choice.get("message") or {}).get("content") or ""
+    except (KeyError, IndexError, TypeError):
+        return None
+    parsed = None
+    if request.schema is not None:
+        parsed, problem = structured.parse_reply(text, request.schema)
+        if problem is not None:
+            return None
+    usage = reply.body.get("usage") or {}
+    prompt, completion = int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0)
+    return Generation(model=settings.model, text=text, parsed=parsed,
+                      logprobs=token_logprobs(choice.get("logprobs")), prompt_tokens=prompt,
+                      completion_tokens=completion, latency_s=time.perf_counter() - started,
+                      cost_usd=call_cost(settings.model, prompt, completion, batch=True))
+
+
+def batch_api_key(settings: LLMSettings) -> str | None:
+    """The key a batch job sends: from `api_key_env`, a placeholder for a keyless server, else litellm's own."""
+    s = settings
+    if s.api_key_env:
+        key = os.environ.get(s.api_key_env)
+        if not key:
+            raise FatalLLMError(f"no API key for {s.model!r}: set the environment variable named by "
+                                f"api_key_env ({s.api_key_env})")
+        return key
+    return "not-needed" if s.api_base else None

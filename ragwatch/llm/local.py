@@ -33,7 +33,7 @@ from litellm.llms.custom_llm import CustomLLM, CustomLLMError
 from litellm.types.utils import ModelResponse
 
 from ragwatch.llm.batched import BatchEngine, EngineClosedError
-from ragwatch.llm.models import ModelNotInstalledError, get_model, model_path
+from ragwatch.llm.models import LOCAL_PREFIX, LOCAL_PROVIDER, ModelNotInstalledError, get_model, local_name, model_path
 
 N_THREADS = 2
 GREEDY_GRAMMAR_CHECK = True  # False: llama.cpp's stock sampler (benchmarks/grammar_decoding.py compares)
@@ -424,7 +424,7 @@ class LocalProvider(CustomLLM):
         *args: Any,
         **kwargs: Any,
     ) -> ModelResponse:
-        name = model.removeprefix("local/")
+        name = local_name(model)
         try:
             get_model(name)
             started = time.perf_counter()
@@ -434,7 +434,7 @@ class LocalProvider(CustomLLM):
             raise CustomLLMError(status_code=400, message=str(exc)) from exc
         result.setdefault("id", f"local-{uuid.uuid4().hex}")
         response = ModelResponse(**result)
-        response.model = f"local/{name}"
+        response.model = LOCAL_PREFIX + name
         response._hidden_params["local_latency_s"] = time.perf_counter() - started
         return response
 
@@ -488,7 +488,7 @@ _provider = LocalProvider()
 def register() -> None:
     """Make `model="local/<name>"` work in litellm (idempotent)."""
     with _registry_lock:
-        if not any(entry.get("provider") == "local" for entry in litellm.custom_provider_map):
-            litellm.custom_provider_map.append({"provider": "local", "custom_handler": _provider})
+        if not any(entry.get("provider") == LOCAL_PROVIDER for entry in litellm.custom_provider_map):
+            litellm.custom_provider_map.append({"provider": LOCAL_PROVIDER, "custom_handler": _provider})
             # litellm reads the provider list when the map changes
             litellm.utils.custom_llm_setup()

@@ -25,6 +25,7 @@ import math
 import re
 from collections.abc import Sequence
 
+from ragwatch.llm.models import is_local
 from ragwatch.llm.types import Generation, LLMSettings, TokenLogprob
 
 YES = frozenset({"yes", "true"})
@@ -179,7 +180,7 @@ def supports_logprobs(settings: LLMSettings) -> bool:
     The in-process provider always does; for others litellm's table of supported OpenAI params
     decides, so a provider without logprobs is never sent a parameter it would reject.
     """
-    if settings.model.startswith("local/"):
+    if is_local(settings.model):
         return True
     try:
         import litellm

@@ -1,4 +1,5 @@
-"""The registry of GGUF models that ship inside registry packages (no hub download, ever).
+"""The registry of GGUF models that ship inside registry packages (no hub download, ever), and the one
+reading of the `local/<name>` spelling (`is_local`, `local_name`): a packaged model run in process.
 
 A model's file is found inside its installed package(s); split files are joined once into
 `$RAGWATCH_CACHE_DIR/models/` (atomic rename) and every file is verified against a pinned sha256.
@@ -24,6 +25,19 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ragwatch.llm.cache import default_cache_root
+
+LOCAL_PROVIDER = "local"  # the litellm provider name of the in-process models (ragwatch/llm/local.py)
+LOCAL_PREFIX = f"{LOCAL_PROVIDER}/"  # `local/<name>`: a packaged model (an LLM here, an embedder in embeddings.py)
+
+
+def is_local(model: str) -> bool:
+    """Whether a model string names a packaged model run in process (`local/<name>`), not a provider's."""
+    return model.startswith(LOCAL_PREFIX)
+
+
+def local_name(model: str) -> str:
+    """`local/<name>` -> `<name>`; any other string as it is."""
+    return model.removeprefix(LOCAL_PREFIX)
 
 
 @dataclass(frozen=True)
@@ -93,12 +107,13 @@ def get_model(name: str) -> PackagedModel:
     try:
         return MODELS[name]
     except KeyError:
-        raise ValueError(f"unknown local model {name!r}; known: {sorted(MODELS)} (use 'local/<name>')") from None
+        raise ValueError(f"unknown local model {name!r}; known: {sorted(MODELS)} "
+                         f"(use '{LOCAL_PREFIX}<name>')") from None
 
 
 def packaged(model: str) -> PackagedModel | None:
     """The registry entry of a model string (`local/<name>` or `<name>`), else None (a hosted model)."""
-    return MODELS.get(model.removeprefix("local/"))
+    return MODELS.get(local_name(model))
 
 
 def support_threshold_for(model: str) -> float | None:

@@ -14,8 +14,8 @@ import functools
 from typing import Any
 
 from ragwatch.llm.backend import load_litellm
+from ragwatch.llm.models import is_local
 
-LOCAL_PREFIX = "local/"
 BATCH_DISCOUNT = 0.5  # what OpenAI, Azure and Anthropic charge for batch work when the map has no price
 
 
@@ -34,7 +34,7 @@ def token_prices(model: str, batch: bool = False) -> tuple[float, float] | None:
 
     `local/` models cost nothing. With `batch`, the map's batch prices, else half the online ones.
     """
-    if model.startswith(LOCAL_PREFIX):
+    if is_local(model):
         return 0.0, 0.0
     litellm = load_litellm()
     entry = None

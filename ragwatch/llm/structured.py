@@ -17,6 +17,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ValidationError
 
+from ragwatch.llm.models import is_local
+
 Mode = Literal["grammar", "json_schema", "json_object"]
 
 _FENCE = re.compile(r"^\s*```[A-Za-z0-9_-]*\s*\n?(.*?)\n?\s*```\s*$", re.DOTALL)
@@ -35,7 +37,7 @@ def schema_json(schema: type[BaseModel]) -> dict[str, Any]:
 @functools.lru_cache(maxsize=64)
 def output_mode(model: str) -> Mode:
     """How a provider enforces a schema: llama.cpp grammar, API json_schema, or bare JSON mode."""
-    if model.startswith("local/"):
+    if is_local(model):
         return "grammar"
     try:
         import litellm

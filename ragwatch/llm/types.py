@@ -10,6 +10,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from ragwatch.llm.models import is_local
+
 DEFAULT_MODEL = "local/qwen2.5-0.5b-instruct"
 TINY_MODEL = "local/smollm2-135m-instruct"
 
@@ -50,7 +52,7 @@ class LLMSettings(BaseModel):
 
     @model_validator(mode="after")
     def _batch_needs_a_provider(self) -> LLMSettings:
-        if self.batch and self.model.startswith("local/"):
+        if self.batch and is_local(self.model):
             raise ValueError(f"batch: true needs a provider with a batch API; {self.model!r} runs in process")
         return self
 

@@ -233,6 +233,20 @@ def test_calibrate_without_logprobs_says_why_weighted_is_missing():
     assert "logprobs" in report.to_markdown()
 
 
+def test_the_calibration_judge_comes_from_the_registry_with_the_settings_model():
+    from ragwatch.calibration import build_calibration_judge
+    from ragwatch.judges import JudgesConfig
+
+    # a model whose registry entry declares a P(yes) cut-off: calibration still reads the greedy verdict
+    settings = CalibrationSettings(llm=LLMSettings(model="local/qwen2.5-coder-1.5b-instruct", cache=False))
+    items = [_item(1, "An answer.", True)]
+    judge = build_calibration_judge(settings, items, llm=None)
+    assert isinstance(judge, SupportJudge) and judge.support_threshold is None
+    assert judge.judge_model == settings.llm.model and judge.use_logprobs
+    with pytest.raises(ValueError, match="verdict: greedy"):
+        JudgesConfig.model_validate({"support": {"verdict": "greedy", "support_threshold": 0.5}})
+
+
 def test_run_calibration_on_the_shipped_slice_with_a_mock_judge():
     def halluc_detector(messages, schema):  # says "no" to one response in three, by length parity
         return json.dumps({"verdict": "no" if len(_user(messages)) % 3 == 0 else "yes", "reason": "r"})

@@ -365,11 +365,9 @@ def test_an_unlabelled_judge_warning_cites_its_models_measured_agreement():
     from ragwatch.judges.faithfulness import FaithfulnessJudge
     from ragwatch.report.summary import judge_warnings
 
-    class Client:
-        settings = type("S", (), {"model": "local/qwen2.5-coder-1.5b-instruct"})()
-
+    model = "local/qwen2.5-coder-1.5b-instruct"
     # the default judge and prompt: the calibrated cut-off and the agreement measured on RAG statements
-    judge = FaithfulnessJudge(Client(), use_logprobs=True)
+    judge = FaithfulnessJudge(None, model=model, use_logprobs=True)
     details = judge.details("faithfulness")
     info = judge.metrics["faithfulness"]
     assert details["support_threshold"] == pytest.approx(0.4367) and details["support_model"]["weights"]
@@ -378,7 +376,7 @@ def test_an_unlabelled_judge_warning_cites_its_models_measured_agreement():
     (warning,) = judge_warnings({"faithfulness": faith})
     assert "Cohen's kappa 0.50" in warning and "reference labels" in warning
     # another prompt version of the same model has no calibration: its agreement is unknown
-    windows = FaithfulnessJudge(Client(), use_logprobs=True, verify="batched")
+    windows = FaithfulnessJudge(None, model=model, use_logprobs=True, verify="batched")
     assert windows.metrics["faithfulness"].agreement is None and windows.support_threshold == 0.90
     plain = result("faithfulness", [1.0, 0.5, 1.0], info=MetricInfo(family="judge", prompt_version="v4"),
                    **windows.details("faithfulness"))

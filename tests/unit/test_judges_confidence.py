@@ -109,7 +109,7 @@ def test_a_local_generator_rescores_answers_without_logprobs_so_the_metrics_stay
             return 4.0
 
     answers = _system_answers([None, None])
-    judge = PerplexityJudge(Rescorer())
+    judge = PerplexityJudge(Rescorer(), generator_model="local/generator")  # the in-process provider rescores
     assert judge.unavailable(answers) is None
     assert run_judges([judge], [sample(0), sample(1)], answers)["perplexity"].score == pytest.approx(4.0)
     # every answer failed: the failures say so, not "not available"

@@ -47,7 +47,8 @@ class PolitenessVerdict(BaseModel):
 class PolitenessJudge(LLMJudge):
     """Is the answer polite? 1 or 0, with the judge's reason."""
 
-    def __init__(self, llm, *, threshold: float | None = 0.5) -> None:
+    def __init__(self, llm, *, model: str | None = None, threshold: float | None = 0.5) -> None:
+        self.model = model
         self.llm = llm
         self.metrics = {"politeness": MetricInfo(binary=True, threshold=threshold, prompt_version="polite-v1")}
 
@@ -63,12 +64,13 @@ class PolitenessJudge(LLMJudge):
 
 @register_judge("politeness", options=PolitenessOptions)
 def build_politeness(options: PolitenessOptions, deps: JudgeDeps) -> PolitenessJudge:
-    return PolitenessJudge(deps.llm, threshold=options.threshold)
+    return PolitenessJudge(deps.llm, model=deps.model, threshold=options.threshold)
 
 
 # ---------------------------------------------------------------------------------------- tests
 def test_a_judge_declared_in_a_test_registers_configures_and_runs():
-    config = JudgesConfig.model_validate({"enabled": ["politeness"], "politeness": {"threshold": 1.0}})
+    config = JudgesConfig.model_validate({"llm": {"model": "openai/mock-judge"}, "enabled": ["politeness"],
+                                          "politeness": {"threshold": 1.0}})
     llm = MockLLM(json.dumps({"reason": "Says please.", "polite": "yes"}))
     results = run_judges(build_judges(config, llm), [sample(1), sample(2)], [answer("Please see Paris."), answer("")])
     result = results["politeness"]
@@ -78,8 +80,9 @@ def test_a_judge_declared_in_a_test_registers_configures_and_runs():
     assert result.items[0].passed is True and result.details["pass_rate"] == 1.0
     assert result.details["usage"]["calls"] == 1 and result.items[0].details["reason"] == "Says please."
     assert "higher_is_better" not in result.details and "threshold" not in result.details
-    # the engine stamps the identity of every judge's metric: who made it and with which model
-    assert result.info.is_judge and result.info.judge_model == llm.settings.model
+    # the engine stamps the identity of every judge's metric: who made it and with the configured model
+    assert result.info.is_judge and result.info.judge_model == config.llm.model
+    assert result.details["usage"]["model"] == config.llm.model
     with pytest.raises(ValidationError, match="tresh"):
         JudgesConfig.model_validate({"politeness": {"treshold": 1}})
 

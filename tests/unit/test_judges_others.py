@@ -155,8 +155,6 @@ def test_similarity_math_with_a_fake_embedder():
 
 
 class _Generator:
-    settings = type("Settings", (), {"model": "local/fake"})  # mimics LLMClient.settings
-
     def perplexity(self, text):
         if "boom" in text:
             raise RuntimeError("scoring failed")
@@ -247,7 +245,8 @@ def test_build_and_run_judges_with_mock_llm():
             **{k: 2 for k in ("toxicity", "faithfulness", "helpfulness", "relevance")},
         }
     )
-    judges = build_judges(config, MockLLM(reply), embedder=_FakeEmbedder(), generator_llm=_Generator())
+    judges = build_judges(config, MockLLM(reply), embedder=_FakeEmbedder(), generator_llm=_Generator(),
+                          generator_model="local/fake")
     assert [j.name for j in judges] == [
         "correctness",
         "answer_relevance",
@@ -276,6 +275,7 @@ def test_build_and_run_judges_with_mock_llm():
         assert len(result.items) == 2 and "usage" in result.details
     assert results["correctness"].items[0].passed is True and results["correctness"].items[1].error
     assert results["tone"].info.threshold == 4
+    assert results["perplexity"].details["generator_model"] == "local/fake"  # carried, not read off the client
     assert results["correctness"].info.threshold == 3 and results["correctness"].info.scale == (1.0, 5.0)
 
 
