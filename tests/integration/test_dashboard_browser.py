@@ -66,8 +66,12 @@ def serve_dashboard(tmp_path: Path) -> Iterator[str]:
     port = _free_port()
     log = tmp_path / "dashboard.log"
     with log.open("w") as out:  # a file, not a pipe: the server's access log would fill a pipe nobody reads
+        # SIGINT back to its default: a shell's background job inherits it ignored, and then Python
+        # never raises KeyboardInterrupt; its own session, so that a kill reaches the zenml server too
         process = subprocess.Popen([sys.executable, str(ROOT / "run.py"), "dashboard", "--port", str(port),
-                                    "--duration", "600"], stdout=out, stderr=subprocess.STDOUT, cwd=ROOT)
+                                    "--duration", "600"], stdout=out, stderr=subprocess.STDOUT, cwd=ROOT,
+                                   start_new_session=True,
+                                   preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 90
@@ -88,7 +92,7 @@ def serve_dashboard(tmp_path: Path) -> Iterator[str]:
             try:
                 process.wait(timeout=60)
             except subprocess.TimeoutExpired:
-                process.kill()
+                os.killpg(process.pid, signal.SIGKILL)  # the group this fixture created: run.py and its server
                 process.wait(timeout=30)
 
 
