@@ -32,7 +32,8 @@ def compare_command(runs: list[str], model_name: str, thresholds: GateThresholds
     if len(runs) >= 2:
         (new_run, new), (old_run, old) = _metrics_of(runs[0]), _metrics_of(runs[1])
         comparisons[run_label(old_run)] = compare_runs(
-            new.metrics, old.metrics, thresholds=thresholds, new_label=new_run.name, old_label=old_run.name
+            new.metrics, old.metrics, thresholds=thresholds, new_label=new_run.name, old_label=old_run.name,
+            new_unavailable=new.unavailable, old_unavailable=old.unavailable,
         )
     else:
         if runs:
@@ -46,14 +47,15 @@ def compare_command(runs: list[str], model_name: str, thresholds: GateThresholds
         if previous is not None:
             old_run, old = previous
             comparisons[f"previous run {run_label(old_run)}"] = compare_runs(
-                new.metrics, old.metrics, thresholds=thresholds, new_label=new_run.name, old_label=old_run.name
+                new.metrics, old.metrics, thresholds=thresholds, new_label=new_run.name, old_label=old_run.name,
+                new_unavailable=new.unavailable, old_unavailable=old.unavailable,
             )
         production = production_baseline(model_name, new_run.id)
         if production is not None:
             label, prod_run, prod_metrics = production
             comparisons[f"{label} ({run_label(prod_run)})"] = compare_runs(
                 new.metrics, prod_metrics.metrics, thresholds=thresholds, new_label=new_run.name,
-                old_label=label,
+                old_label=label, new_unavailable=new.unavailable, old_unavailable=prod_metrics.unavailable,
             )
     if not comparisons:
         raise ValueError("nothing to compare with: there is one evaluation run and no production version")

@@ -81,7 +81,8 @@ def track_evaluation(
         prev_run, prev_metrics = previous
         comparisons.previous_run = run_label(prev_run)
         comparisons.previous = compare_runs(
-            metrics, prev_metrics.metrics, thresholds=config.gate, new_label="this run", old_label="previous"
+            metrics, prev_metrics.metrics, thresholds=config.gate, new_label="this run", old_label="previous",
+            new_unavailable=merged.unavailable, old_unavailable=prev_metrics.unavailable,
         )
     model_version = context.model_version
     production = production_evaluation(config.system.model_name)
@@ -92,7 +93,8 @@ def track_evaluation(
         prod_eval_set = prod_version.run_metadata.get("evaluation", {}).get("eval_set_fingerprint")
         comparisons.same_eval_set_as_production = prod_eval_set == eval_set.fingerprint
         comparisons.production = compare_runs(
-            metrics, prod_metrics.metrics, thresholds=config.gate, new_label="this run", old_label="production"
+            metrics, prod_metrics.metrics, thresholds=config.gate, new_label="this run", old_label="production",
+            new_unavailable=merged.unavailable, old_unavailable=prod_metrics.unavailable,
         )
     decision = gate_decision(comparisons.production, config.gate)
     if comparisons.production is not None and not comparisons.same_eval_set_as_production:

@@ -22,7 +22,10 @@ lower-is-better metrics such as perplexity or failure rates) and `drop` the allo
 - "not_comparable": one run has no scored item of the metric; or an LLM judge scored the two runs
   with a different judge model or prompt version (without human labels to bridge them): its difference
   is still shown, flagged, and does not gate (a judge upgrade must not read as a regression or a gain);
-- "added" / "removed": the metric exists only in the new / only in the old run.
+- "added" / "removed": the metric exists only in the new / only in the old run;
+- "not_available": the metric exists in one run only because the other run's system cannot have it
+  (`MetricGroup.unavailable`, e.g. perplexity of a system that returns no token logprobs); the note
+  gives the reason. Like "removed", it blocks the gate only when `gated_metrics` names the metric.
 
 Example:
     >>> comparison = compare_runs(new_metrics, production_metrics, thresholds=GateThresholds())
@@ -34,6 +37,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, Field
@@ -47,11 +51,11 @@ if TYPE_CHECKING:
     import pandas as pd
 
 Verdict = Literal["regressed", "improved", "unchanged", "inconclusive", "constant", "not_comparable", "added",
-                  "removed"]
+                  "removed", "not_available"]
 
 # Row order in tables: what needs attention first.
-_VERDICT_ORDER = ["regressed", "not_comparable", "removed", "constant", "improved", "added", "inconclusive",
-                  "unchanged"]
+_VERDICT_ORDER = ["regressed", "not_comparable", "removed", "not_available", "constant", "improved", "added",
+                  "inconclusive", "unchanged"]
 
 # Pair items only when most of them pair: a handful of shared ids says little about the rest.
 _MIN_PAIRED_FRACTION = 0.5
@@ -127,10 +131,15 @@ def compare_runs(
     thresholds: GateThresholds | None = None,
     new_label: str = "new",
     old_label: str = "old",
+    new_unavailable: Mapping[str, str] | None = None,
+    old_unavailable: Mapping[str, str] | None = None,
 ) -> Comparison:
     """Compare every metric of `new` with `old`; `old=None` (or empty) means there is no baseline.
 
-    A metric's direction is its `info.direction` (`MetricInfo`), the one source.
+    A metric's direction is its `info.direction` (`MetricInfo`), the one source. `new_unavailable` /
+    `old_unavailable` (each run's `MetricGroup.unavailable`: metric -> why that run's system cannot have
+    it) turn a metric present in one run only into "not_available" with the reason, not "removed" or
+    "added": the system changed, not the metric set.
     """
     thresholds = thresholds or GateThresholds()
     for label, run in (("new", new), ("old", old or {})):
@@ -141,12 +150,17 @@ def compare_runs(
         rows = [_one_sided(m, new[m], "added", thresholds) for m in sorted(new)]
         return Comparison(new_label=new_label, old_label=old_label, has_baseline=False, rows=rows)
 
+    new_unavailable, old_unavailable = new_unavailable or {}, old_unavailable or {}
     rows: list[MetricComparison] = []
     for name in sorted(set(new) | set(old)):
         if name not in old:
             rows.append(_one_sided(name, new[name], "added", thresholds))
+            if name in old_unavailable:
+                _not_available(rows[-1], old_label, old_unavailable[name])
         elif name not in new:
             rows.append(_one_sided(name, old[name], "removed", thresholds))
+            if name in new_unavailable:
+                _not_available(rows[-1], new_label, new_unavailable[name])
         else:
             rows.append(_compare_metric(name, new[name], old[name], thresholds))
     rows.sort(key=lambda r: (_VERDICT_ORDER.index(r.verdict), r.metric))
@@ -177,6 +191,12 @@ def _one_sided(name: str, result: MetricResult, verdict: Verdict, thresholds: Ga
         constant_value=result.constant_value() if added else None,
         agreement=result.info.agreement if added else None,
     )
+
+
+def _not_available(row: MetricComparison, run: str, reason: str) -> None:
+    """The reason reads "not available for this system (...)" (`LLMJudge.unavailable`): name whose."""
+    row.verdict = "not_available"
+    _add_note(row, f"in {run}: {reason}")
 
 
 def _scored(result: MetricResult) -> dict[str, float] | None:

@@ -90,6 +90,9 @@ def gate_decision(comparison: Comparison | None, thresholds: GateThresholds | No
             reasons.append(f"{r.metric}: no item could be scored in the new run ({r.note})")
         elif r.verdict == "removed" and thresholds.gated_metrics is not None:
             reasons.append(f"{r.metric} is gated but missing from the new run")
+        elif r.verdict == "not_available" and r.new_score is None and thresholds.gated_metrics is not None:
+            # named in gated_metrics, and the new system cannot have it: the gate cannot check it
+            reasons.append(f"{r.metric} is gated but not measured in the new run ({r.note})")
         elif r.verdict == "inconclusive" and _holds(r, thresholds):
             why = ("the team's rule holds every inconclusive gated metric" if thresholds.inconclusive == "hold"
                    else f"only {r.n_compared} items compared, fewer than min_n={thresholds.min_n}")

@@ -68,5 +68,7 @@ def build_markdown_summary(
                 interval = f"[{fmt_signed(r.diff_low)}, {fmt_signed(r.diff_high)}]"
                 lines.append(f"- **{r.verdict}** {md_text(r.metric)}: {fmt_num(r.old_score)} -> {fmt_num(r.new_score)} "
                              f"(diff {fmt_signed(r.diff)}, 95% CI {interval})")
+            elif r.verdict == "not_available":
+                lines.append(f"- **not available** {md_text(r.metric)}: {md_text(r.note)}")
         lines.append("")
     return "\n".join(lines).rstrip() + "\n"

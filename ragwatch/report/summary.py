@@ -293,6 +293,7 @@ VERDICT_COLOURS = {
     "not_comparable": "#6a1b9a",
     "added": "#1565c0",
     "removed": "#1565c0",
+    "not_available": "#78909c",
 }
 
 _HEADER = ("metric", "old", "new", "diff", "95% CI of diff", "n paired", "better", "allowed drop", "verdict")
@@ -347,7 +348,19 @@ def comparison_text(cmp: Comparison) -> str:
             out.append("  ".join("-" * w for w in widths))
     counts = ", ".join(f"{v} {k}" for k, v in sorted(cmp.counts().items()))
     out.append(f"({counts})")
+    out += not_available_lines(cmp)
     return "\n".join(out)
+
+
+def not_available_lines(cmp: Comparison) -> list[str]:
+    """Why a metric is in one run only because the other's system cannot have it, one line per reason:
+    "answer_confidence, perplexity in this run: not available for this system (it returns no token
+    logprobs)". The terminal table shows no notes; this one must not read as a removed metric."""
+    by_note: dict[str, list[str]] = {}
+    for r in cmp.rows:
+        if r.verdict == "not_available":
+            by_note.setdefault(r.note, []).append(r.metric)
+    return [f"{', '.join(names)} {note}" for note, names in by_note.items()]
 
 
 def comparison_html(cmp: Comparison, *, heading: bool = True) -> str:

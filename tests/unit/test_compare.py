@@ -9,6 +9,7 @@ from pydantic import ValidationError
 from ragwatch.decision.compare import Comparison, compare_runs, is_higher_better
 from ragwatch.decision.gate import gate_decision
 from ragwatch.decision.thresholds import GateThresholds, matches
+from ragwatch.report.markdown import build_markdown_summary
 from ragwatch.report.summary import comparison_html, comparison_markdown, comparison_text
 from ragwatch.results import ItemScore, LabelledEstimate, MetricInfo, MetricResult
 
@@ -453,3 +454,47 @@ def test_a_judge_below_the_agreement_bar_is_shown_not_gated_and_the_reasons_say_
     old = {"faithfulness": result("faithfulness", BASE, info=judged(0.42)).model_copy(update={"labelled": labelled})}
     new = {"faithfulness": result("faithfulness", BASE - 0.2, info=judged(0.42)).model_copy(update={"labelled": worse})}
     assert gate_decision(compare_runs(new, old, thresholds=th), th).promote is False
+
+
+NO_LOGPROBS = "not available for this system (it returns no token logprobs)"
+
+
+def test_a_metric_the_new_system_cannot_have_is_not_available_with_the_reason_not_removed():
+    """A system with logprobs replaced by one without: perplexity and answer confidence are in the old
+    run only, and the comparison says why, in the table, the terminal, HTML and Markdown."""
+    confidence = MetricInfo(family="judge", prompt_version="v1")
+    with_logprobs = {"a": result("a", BASE), "perplexity": result("perplexity", BASE * 10, info=LOWER),
+                     "answer_confidence": result("answer_confidence", BASE, info=confidence)}
+    without = {"a": result("a", BASE)}
+    unavailable = {"perplexity": NO_LOGPROBS, "answer_confidence": NO_LOGPROBS}
+
+    bare = compare_runs(without, with_logprobs)  # what the comparison said before: a removed metric
+    assert bare.row("perplexity").verdict == "removed" and bare.row("perplexity").note == ""
+
+    cmp = compare_runs(without, with_logprobs, new_label="this run", old_label="production",
+                       new_unavailable=unavailable, old_unavailable={})
+    row = cmp.row("perplexity")
+    assert row.verdict == "not_available" and row.new_score is None
+    assert row.old_score == pytest.approx(float((BASE * 10).mean()))
+    assert row.note == f"in this run: {NO_LOGPROBS}"
+    assert cmp.counts() == {"unchanged": 1, "not_available": 2}
+    text = comparison_text(cmp)
+    assert f"answer_confidence, perplexity in this run: {NO_LOGPROBS}" in text
+    assert "removed" not in text
+    assert "not_available" in comparison_html(cmp) and NO_LOGPROBS in comparison_html(cmp)
+    markdown = build_markdown_summary("run", without, comparisons={"production": cmp}, unavailable=unavailable)
+    assert f"**not available** perplexity: in this run: {NO_LOGPROBS}" in markdown
+
+    # not a regression by default; named in gated_metrics, the gate cannot check it and says why
+    assert gate_decision(cmp, GateThresholds()).promote
+    decision = gate_decision(cmp, GateThresholds(gated_metrics=["a", "perplexity"]))
+    assert not decision.promote
+    assert any(r.startswith("perplexity is gated but not measured in the new run") and NO_LOGPROBS in r
+               for r in decision.reasons), decision.reasons
+
+    # the other way round: the new system gained logprobs; shown as not available in production, never blocks
+    back = compare_runs(with_logprobs, without, new_label="this run", old_label="production",
+                        new_unavailable={}, old_unavailable=unavailable)
+    assert back.row("perplexity").verdict == "not_available"
+    assert back.row("perplexity").note == f"in production: {NO_LOGPROBS}"
+    assert gate_decision(back, GateThresholds(gated_metrics=["a", "perplexity"])).promote
