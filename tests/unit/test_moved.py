@@ -11,12 +11,15 @@ from pathlib import Path
 
 import pytest
 
+import ragwatch
 import ragwatch.review.labels
 from ragwatch._moved import MOVED, MovedModules
 
 
 @pytest.mark.parametrize(("old", "new"), sorted(MOVED.items()))
 def test_an_old_path_is_the_new_module(old: str, new: str) -> None:
+    stale = Path(ragwatch.__file__).parent.parent / old.replace(".", "/")
+    assert old != new and not stale.with_suffix(".py").exists() and not stale.is_dir(), "the old path must be gone"
     module = importlib.import_module(old)
     assert module is importlib.import_module(new)
     assert module.__name__ == new and module.__spec__ is not None and module.__spec__.name == new
