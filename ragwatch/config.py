@@ -22,8 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from ragwatch.corpus.chunking import ChunkingSettings
 from ragwatch.decision.thresholds import GateThresholds
-from ragwatch.evalset.imported import ImportSettings
-from ragwatch.evalset.synthetic import TestsetSettings
+from ragwatch.evalset.assemble import EvalSetConfig
 from ragwatch.indexing.bm25 import BM25Settings
 from ragwatch.indexing.embeddings import EmbeddingSettings
 from ragwatch.judges.config import JudgesConfig
@@ -50,21 +49,6 @@ class IngestConfig(_Strict):
     chunking: ChunkingSettings = Field(default_factory=ChunkingSettings)
     embedding: EmbeddingSettings = Field(default_factory=EmbeddingSettings)
     bm25: BM25Settings = Field(default_factory=BM25Settings)
-
-
-class EvalSetConfig(_Strict):
-    """How the evaluation set is made: synthetic pairs, imported labelled sets, or both."""
-
-    synthetic: bool = True
-    generator: LLMSettings = Field(default_factory=LLMSettings)
-    testset: TestsetSettings = Field(default_factory=TestsetSettings)
-    imports: list[ImportSettings] = Field(default_factory=list)
-    # The ZenML guide's question -> page pairs (they fit the bundled sample corpus; its config sets them).
-    handwritten_retrieval_cases: str | None = None
-    zenml_qa: str | None = None
-    # Imported questions with a source passage but no answer get a reference answer written by the
-    # generator from that passage (ragwatch/evalset/references.py), so answer-level metrics score them too.
-    write_reference_answers: bool = False
 
 
 class RetrievalEvalSettings(_Strict):

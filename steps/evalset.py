@@ -7,8 +7,7 @@ from typing import Annotated
 from zenml import log_metadata, step
 
 from ragwatch.artifacts import EvalSet
-from ragwatch.config import EvalSetConfig
-from ragwatch.evalset.assemble import import_labelled_samples, merge_samples
+from ragwatch.evalset.assemble import EvalSetConfig, import_labelled_samples, merge_samples
 from ragwatch.evalset.export import describe_samples
 from ragwatch.evalset.references import needs_reference, write_reference_answers
 from ragwatch.evalset.synthetic import Testset, generate_testset

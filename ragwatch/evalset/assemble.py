@@ -5,9 +5,35 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ragwatch.config import EvalSetConfig
-from ragwatch.evalset.imported import import_dataset, import_handwritten_retrieval_cases, import_zenml_qa
+from pydantic import BaseModel, ConfigDict, Field
+
+from ragwatch.evalset.imported import (
+    ImportSettings,
+    import_dataset,
+    import_handwritten_retrieval_cases,
+    import_zenml_qa,
+)
+from ragwatch.evalset.synthetic import TestsetSettings
+from ragwatch.llm.types import LLMSettings
 from ragwatch.types import EvalSample
+
+
+class EvalSetConfig(BaseModel):
+    """How the evaluation set is made: synthetic pairs, imported labelled sets, or both (the `testset:`
+    block of a pipeline config)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    synthetic: bool = True
+    generator: LLMSettings = Field(default_factory=LLMSettings)
+    testset: TestsetSettings = Field(default_factory=TestsetSettings)
+    imports: list[ImportSettings] = Field(default_factory=list)
+    # The ZenML guide's question -> page pairs (they fit the bundled sample corpus; its config sets them).
+    handwritten_retrieval_cases: str | None = None
+    zenml_qa: str | None = None
+    # Imported questions with a source passage but no answer get a reference answer written by the
+    # generator from that passage (ragwatch/evalset/references.py), so answer-level metrics score them too.
+    write_reference_answers: bool = False
 
 
 def import_labelled_samples(config: EvalSetConfig) -> tuple[list[EvalSample], dict[str, Any]]:

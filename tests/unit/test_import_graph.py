@@ -1,7 +1,8 @@
 """The import graph of the code: no circles, and no arrow pointing up a layer.
 
 Every import counts, also one inside a function: a late import is still a circle a reader has to
-climb back through. Layers, bottom up: `ragwatch` (the core, no ZenML), `readback` (ZenML read-back),
+climb back through. Only imports under `if TYPE_CHECKING:` are left out: they never run.
+Layers, bottom up: `ragwatch` (the core, no ZenML), `readback` (ZenML read-back),
 `steps`, `pipelines`, `orchestration`, `run`.
 """
 
@@ -34,8 +35,14 @@ def _modules() -> dict[str, Path]:
 def _imports(path: Path, name: str, known: set[str]) -> set[str]:
     """The project modules `path` imports (a `from package import name` of a submodule counts as it)."""
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    type_only = {id(inner) for node in ast.walk(tree)
+                 if isinstance(node, ast.If) and ast.unparse(node.test) in ("TYPE_CHECKING", "typing.TYPE_CHECKING")
+                 for stmt in node.body for inner in ast.walk(stmt)}
     found: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    for node in ast.walk(tree):
+        if id(node) in type_only:
+            continue
         if isinstance(node, ast.Import):
             targets = [alias.name for alias in node.names]
         elif isinstance(node, ast.ImportFrom):
@@ -83,3 +90,16 @@ def test_no_import_points_up_a_layer(layer):
     upward = [(a, b) for a, b in graph.edges
               if a.split(".")[0] == layer and LAYERS[b.split(".")[0]] > LAYERS[layer]]
     assert upward == []
+
+
+def test_no_circle_between_the_core_packages():
+    """`ragwatch.corpus` -> `ragwatch.indexing` and never back: the packages read as one flow."""
+    def package(module: str) -> str:
+        return ".".join(module.split(".")[:2])
+
+    packages = nx.DiGraph()
+    for a, b in import_graph().edges:
+        if a.startswith("ragwatch.") and b.startswith("ragwatch.") and package(a) != package(b):
+            packages.add_edge(package(a), package(b))
+    circles = [sorted(c) for c in nx.strongly_connected_components(packages) if len(c) > 1]
+    assert circles == [], f"package circles: {circles}"
