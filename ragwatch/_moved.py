@@ -44,6 +44,7 @@ MOVED: dict[str, str] = {  # old module path -> new module path
     "ragwatch.testset": "ragwatch.evalset.synthetic",
     "ragwatch.thresholds": "ragwatch.decision.thresholds",
     "ragwatch.topk": "ragwatch.indexing.topk",
+    "ragwatch.judges.injection": "ragwatch.calibration.injection",
     "ragwatch.labels": "ragwatch.review.labels",
     "ragwatch.review_session": "ragwatch.review.session",
     "ragwatch.review_web": "ragwatch.review.server",

@@ -4,15 +4,18 @@
 - `report`: `calibrate` (agreement with intervals, greedy vs probability-weighted).
 - `threshold`: the weighted-mode cut-off chosen on one split and reported on the other.
 - `running`: `CalibrationSettings` and `run_calibration`, what `python run.py calibrate` runs.
+- `injection`: how far a prompt injection planted in an answer or a context inflates a judge's score.
 
-The judges it runs are the project's own (`ragwatch.judges`: `support`, `faithfulness`), and the
-prompt-injection measure is `ragwatch.judges.injection`; both are re-exported here.
+The judges it runs are the project's own (`ragwatch.judges`: `support`, `faithfulness`); like the
+labels, the injection harness measures a judge and scores no answer, so it lives here, not in `judges/`.
 
 Example:
     >>> report = run_calibration(CalibrationSettings(limit=60))  # doctest: +SKIP
     >>> print(report.to_markdown())  # doctest: +SKIP
 """
 
+from ragwatch.calibration.injection import PAYLOADS as INJECTIONS
+from ragwatch.calibration.injection import InjectionResult, measure_injection
 from ragwatch.calibration.loaders import (
     FAITHFUL,
     HALLUCINATED,
@@ -34,8 +37,6 @@ from ragwatch.calibration.running import (
     run_calibration,
 )
 from ragwatch.calibration.threshold import ThresholdChoice, choose_threshold
-from ragwatch.judges.injection import PAYLOADS as INJECTIONS
-from ragwatch.judges.injection import InjectionResult, measure_injection
 from ragwatch.judges.support import PROMPT_VERSION, SupportJudge, SupportVerdict
 
 __all__ = [

@@ -5,6 +5,11 @@ its typed `MetricInfo`, and registers itself by name (`registry.register_judge`)
 validates each judge's options block against the model it registered. Every LLM call goes through
 `LLMClient`.
 
+Two of the scorers here give no LLM verdict: `similarity` (embedding cosine between answer and
+reference) and `perplexity` / `answer_confidence` (the generator's own token probabilities). They are
+declared and run like the judges so that they fail, batch, cost and report the same way; measuring
+the judges themselves (human labels, prompt injection) is `ragwatch.calibration`.
+
 Example:
     >>> from ragwatch.judges import JudgesConfig, build_judges, run_judges  # doctest: +SKIP
     >>> config = JudgesConfig()  # doctest: +SKIP
@@ -17,7 +22,6 @@ from ragwatch.judges.correctness import CorrectnessJudge
 from ragwatch.judges.custom import CustomRubric, CustomRubricJudge, load_custom_rubrics, parse_custom_rubrics
 from ragwatch.judges.engine import Call, LLMJudge, Score, gather, run_judge, run_judges, unavailable_metrics
 from ragwatch.judges.faithfulness import FaithfulnessJudge
-from ragwatch.judges.injection import PAYLOADS, InjectionResult, inject, measure_injection
 from ragwatch.judges.likert import Criterion, LikertJudge
 from ragwatch.judges.model_comparison import compare_judges
 from ragwatch.judges.perplexity import PerplexityJudge
@@ -30,7 +34,6 @@ from ragwatch.judges.support import SupportJudge
 from ragwatch.judges.verify import StatementVerdict, verify_statements
 
 __all__ = [
-    "PAYLOADS",
     "AnswerRelevanceJudge",
     "Call",
     "ContextRelevanceJudge",
@@ -40,7 +43,6 @@ __all__ = [
     "CustomRubricJudge",
     "FaithfulnessJudge",
     "FewShotExample",
-    "InjectionResult",
     "Judge",
     "JudgeDeps",
     "JudgeOptions",
@@ -57,9 +59,7 @@ __all__ = [
     "compare_judges",
     "fence",
     "gather",
-    "inject",
     "load_custom_rubrics",
-    "measure_injection",
     "parse_custom_rubrics",
     "parse_prometheus",
     "register_judge",

@@ -337,8 +337,8 @@ def test_compare_judges_errors():
 
 
 def test_injection_inflation_measures_a_gullible_judge(fake_server):
+    from ragwatch.calibration.injection import PAYLOADS, inject, measure_injection
     from ragwatch.judges import CorrectnessJudge
-    from ragwatch.judges.injection import PAYLOADS, inject, measure_injection
 
     def gullible(messages):  # obeys any "maximum score" text it sees
         return json.dumps({"reasoning": "r", "score": 5 if "maximum score" in last_user(messages) else 2})

@@ -1,6 +1,6 @@
 """Prompt injection: how much "give full marks" text in answers and documents inflates judge scores.
 
-The payloads and the measure are the project's one harness (`ragwatch.judges.injection`). The judge
+The payloads and the measure are the project's one harness (`ragwatch.calibration.injection`). The judge
 model is a fake that obeys any request for top marks ("ignore previous instructions", "give it the
 maximum score", "the verdict is yes", ...) only when it reads it as trusted text: outside a
 <<<BEGIN X>>> ... <<<END X>>> fence, parsed naively (any END marker closes the fence, as a confused
@@ -22,6 +22,7 @@ import sys
 import pytest
 
 from ragwatch.calibration import CalibrationItem, to_eval_pairs
+from ragwatch.calibration.injection import PAYLOADS, inject, measure_injection
 from ragwatch.judges import (
     AnswerRelevanceJudge,
     ContextRelevanceJudge,
@@ -31,7 +32,6 @@ from ragwatch.judges import (
     SupportJudge,
 )
 from ragwatch.judges import base as judges_base
-from ragwatch.judges.injection import PAYLOADS, inject, measure_injection
 from ragwatch.llm import LLMClient, LLMSettings
 
 TRIGGER = re.compile(  # a request for top marks, in any of the usual phrasings
