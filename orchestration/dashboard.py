@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -15,8 +16,13 @@ def zenml_cli() -> list[str]:
     return [str(executable)] if executable.exists() else [shutil.which("zenml") or "zenml"]
 
 
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
 def run_dashboard(port: int = 8237, duration_s: float | None = None) -> int:
-    """Serve the dashboard until Ctrl-C (or `duration_s`), then stop the server and log out."""
+    """Serve the dashboard until Ctrl-C, SIGTERM or SIGHUP (or `duration_s`), then stop the server and
+    log out. Every way of stopping runs the same cleanup: a server left behind would hold the port."""
     from zenml_env import skip_dashboard_survey
 
     skip_dashboard_survey()  # open on the runs, not on the first-run account form of a fresh store
@@ -24,6 +30,8 @@ def run_dashboard(port: int = 8237, duration_s: float | None = None) -> int:
     command = [*zenml_cli(), "login", "--local", "--blocking", "--ip-address", "127.0.0.1", "--port", str(port)]
     print(f"starting the ZenML dashboard at {url} (store: {os.environ.get('ZENML_CONFIG_PATH')}); "
           "Ctrl-C stops it", flush=True)
+    # SIGINT too: a shell starts a background job with SIGINT ignored, and Ctrl-C must still stop it
+    previous = {sig: signal.signal(sig, _interrupt) for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
     server = subprocess.Popen(command)
     try:
         deadline = None if duration_s is None else time.monotonic() + duration_s
@@ -40,5 +48,7 @@ def run_dashboard(port: int = 8237, duration_s: float | None = None) -> int:
                 server.kill()
         # The client was pointed at the local server: point it back at the local store.
         subprocess.call([*zenml_cli(), "logout", "--local"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
     print("dashboard stopped", flush=True)
     return 0

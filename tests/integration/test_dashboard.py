@@ -1,7 +1,8 @@
-"""`python run.py dashboard` serves the local ZenML dashboard on 127.0.0.1 and stops cleanly."""
+"""`python run.py dashboard` serves the local ZenML dashboard on 127.0.0.1 and stops cleanly, also on SIGTERM."""
 
 from __future__ import annotations
 
+import signal
 import socket
 import subprocess
 import sys
@@ -21,7 +22,12 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def test_dashboard_serves_and_stops() -> None:
+def port_is_open(port: int) -> bool:
+    with socket.socket() as sock:
+        return sock.connect_ex(("127.0.0.1", port)) == 0
+
+
+def test_dashboard_serves_and_stops_on_sigterm() -> None:
     port = free_port()
     process = subprocess.Popen(
         [sys.executable, str(ROOT / "run.py"), "dashboard", "--port", str(port), "--duration", "90"],
@@ -36,7 +42,9 @@ def test_dashboard_serves_and_stops() -> None:
                 break
         except OSError:
             time.sleep(1)
-    output, _ = process.communicate(timeout=120)
+    process.send_signal(signal.SIGTERM)  # what a service manager or `kill` sends; the server must not outlive it
+    output, _ = process.communicate(timeout=60)
     assert status == 200, output[-3000:]
     assert process.returncode == 0
     assert f"http://127.0.0.1:{port}" in output and "dashboard stopped" in output
+    assert not port_is_open(port), "the ZenML server outlived `run.py dashboard`"
