@@ -13,7 +13,7 @@ from zenml import get_step_context, log_metadata, step
 from zenml.types import HTMLString, MarkdownString
 
 from ragwatch.artifacts import AnswerSet, EvalSet, MetricGroup, RunComparisons
-from ragwatch.checks.system_metrics import reported_top_k, system_metrics
+from ragwatch.checks.system_metrics import NOTHING_ANSWERED, SYSTEM_METRICS, reported_top_k, system_metrics
 from ragwatch.config import EvaluateConfig
 from ragwatch.decision.compare import compare_runs
 from ragwatch.decision.gate import GateDecision, gate_decision
@@ -70,10 +70,15 @@ def track_evaluation(
     context = get_step_context()
     run = context.pipeline_run
     # the system as it ran: the contexts it used (at the top_k it reported) and its answers, no LLM needed
-    system = system_metrics(generation_samples(eval_set.samples), answers.answers, match=config.retrieval.match,
-                            k=reported_top_k(answers.system))
+    unavailable = dict(judges.unavailable)
+    if answers.answers:
+        system = system_metrics(generation_samples(eval_set.samples), answers.answers,
+                                match=config.retrieval.match, k=reported_top_k(answers.system))
+    else:  # retrieval only: six empty rows would read as failures in every report and comparison
+        system = {}
+        unavailable.update(dict.fromkeys(SYSTEM_METRICS, NOTHING_ANSWERED))
     metrics = {**retrieval.metrics, **system, **e2e.metrics, **judges.metrics}
-    merged = MetricGroup(group="all", metrics=metrics, unavailable=judges.unavailable)
+    merged = MetricGroup(group="all", metrics=metrics, unavailable=unavailable)
 
     comparisons = RunComparisons()
     previous = previous_evaluation(exclude_run_id=run.id)

@@ -42,6 +42,8 @@ CONTEXT_PRECISION = "system/context_precision"
 CONTEXT_SUPPORT = "answer/context_support"
 REFERENCE_COVERAGE = "answer/reference_coverage"
 SYSTEM_METRICS = (HIT_RATE, MRR, CONTEXT_RECALL, CONTEXT_PRECISION, CONTEXT_SUPPORT, REFERENCE_COVERAGE)
+NOTHING_ANSWERED = ("not measured in this run: nothing was answered (no question has a reference answer, "
+                    "as with `retrieval_only`)")
 
 _INFO = {  # the family and measure of each; `k` (the system's top_k) is set per run
     HIT_RATE: MetricInfo(family="system", measure="hit_rate", binary=True, threshold=1.0,
@@ -90,6 +92,9 @@ def system_metrics(
     seed: int = 0,
 ) -> dict[str, MetricResult]:
     """The six metrics above, one item per sample; `answers[i]` answers `samples[i]`.
+
+    With no sample at all (nothing was answered) there is nothing to measure: the caller says so with
+    `NOTHING_ANSWERED` rather than reporting six empty metrics.
 
     `k` is the system's own top_k (recorded in `details`; contexts beyond it are ignored). When
     None, every context the system reported counts.

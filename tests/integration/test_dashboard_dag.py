@@ -83,3 +83,12 @@ def test_every_pipeline_draws_and_the_daily_run_is_cached(tmp_path: Path, tiny_c
     last = format_outcome(again).splitlines()[-3:]
     assert all(again.run.name in line for line in last)
     assert "'report'" in last[0] and "'comparisons'" in last[1] and "'gated_metrics'" in last[2]
+
+    # retrieval only answers nothing: no empty system/answer rows, one line saying why, none compared
+    metrics = again.metrics
+    assert not any(name.startswith(("system/", "answer/")) for name in metrics.metrics)
+    assert metrics.unavailable["answer/context_support"].startswith("not measured in this run: nothing was answered")
+    rows = track.outputs["comparisons"][0].load().previous.rows
+    assert rows and not any(row.metric.startswith(("system/", "answer/")) for row in rows)
+    printout = format_outcome(again)
+    assert "nothing was answered" in printout and "system/hit_rate    " not in printout, printout
