@@ -192,7 +192,7 @@ def build_report_step(
         run_info["production"] = f"{comparisons.production_version}, evaluated in {comparisons.production_run}"
     html = build_html_report(
         title, metrics.metrics, results, comparisons=named, agreement=agreement if len(agreement) else None,
-        run_info=run_info, gate=gate, thresholds=config.gate, settings=config.report, unavailable=metrics.unavailable,
+        run_info=run_info, gate=gate, settings=config.report, unavailable=metrics.unavailable,
     )
     summary = build_markdown_summary(title, metrics.metrics, comparisons=named, gate=gate, run_info=run_info,
                                      settings=config.report, timings=timings, unavailable=metrics.unavailable)

@@ -167,15 +167,6 @@ def compare_runs(
     return Comparison(new_label=new_label, old_label=old_label, rows=rows)
 
 
-def is_higher_better(name: str, result: MetricResult | None = None, thresholds: GateThresholds | None = None) -> bool:
-    """The direction of metric `name`: its `result.info.direction` (higher is better when there is no result).
-
-    Neither the name nor `thresholds` decides it (`MetricInfo` is the one source); both are accepted so
-    that callers written for the former overrides (`report/page.py`) keep working.
-    """
-    return True if result is None else result.info.higher_is_better
-
-
 def _one_sided(name: str, result: MetricResult, verdict: Verdict, thresholds: GateThresholds) -> MetricComparison:
     added = verdict == "added"
     return MetricComparison(

@@ -16,8 +16,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ragwatch.decision.compare import Comparison, is_higher_better
-from ragwatch.decision.gate import GateDecision, GateThresholds
+from ragwatch.decision.compare import Comparison
+from ragwatch.decision.gate import GateDecision
 from ragwatch.fmt import fmt_num
 from ragwatch.report.plots import at_k_section, distribution_section, interval_plot_section
 from ragwatch.report.style import CSS, ci_text, esc, short, weighted_score
@@ -51,7 +51,6 @@ def build_html_report(
     agreement: pd.DataFrame | None = None,
     run_info: Mapping[str, Any] | None = None,
     gate: GateDecision | None = None,
-    thresholds: GateThresholds | None = None,
     n_worst: int = 10,
     worst_by: str | None = None,
     settings: ReportSettings | None = None,
@@ -75,7 +74,6 @@ def build_html_report(
     _check_inputs(metrics, items, worst_by)
     # positional row access below relies on a unique index
     items = items.reset_index(drop=True) if items is not None else pd.DataFrame({"item_id": []})
-    thresholds = thresholds or GateThresholds()
     settings = settings or _DEFAULT_SETTINGS
     unavailable = unavailable or {}
     sections = [
@@ -87,10 +85,10 @@ def build_html_report(
         distribution_section(metrics),
         _keyword_tests_section(metrics, settings.max_items),
         _unsupported_section(metrics, items, settings.max_items),
-        _worst_section(metrics, items, thresholds, n_worst, worst_by),
+        _worst_section(metrics, items, n_worst, worst_by),
         _failed_section(metrics, items, settings.max_items),
         _agreement_section(agreement),
-        _all_metrics_section(metrics, thresholds),
+        _all_metrics_section(metrics),
         _run_info_section(run_info),
     ]
     body = "\n".join(s for s in sections if s)
@@ -161,14 +159,14 @@ def _headline_table(rows: list[HeadlineRow], labels: list[str]) -> str:
     return f'<table id="headline" class="headline"><thead>{head}</thead><tbody>{"".join(body)}</tbody></table>'
 
 
-def _all_metrics_section(metrics: Mapping[str, MetricResult], thresholds: GateThresholds) -> str:
+def _all_metrics_section(metrics: Mapping[str, MetricResult]) -> str:
     """Every metric, last: one table of the non-retrieval metrics, then one matrix per retrieval mode."""
     retrieval = {n: m for n, m in metrics.items() if m.info.family == "retrieval"}
     rows = []
     for name, m in metrics.items():
         if name in retrieval:
             continue
-        direction = "↑" if is_higher_better(name, m, thresholds) else "↓"
+        direction = "↑" if m.info.higher_is_better else "↓"
         failed = f'<td class="num{" warn" if m.n_failed else ""}">{m.n_failed}</td>'
         rows.append(
             f"<tr><td>{esc(name)}</td><td>{esc(m.info.family)}</td>"
@@ -283,7 +281,7 @@ def _comparison_section(comparisons: Mapping[str, Comparison] | None) -> str:
             + f'<p class="hint">diff = new − old with a paired bootstrap 95% interval. {legend}</p>')
 
 
-def _worst_section(metrics: Mapping[str, MetricResult], items: pd.DataFrame, thresholds: GateThresholds,
+def _worst_section(metrics: Mapping[str, MetricResult], items: pd.DataFrame,
                    n_worst: int, worst_by: str | None) -> str:
     columns = _metric_columns(metrics, items)
     if items.empty or not columns or n_worst <= 0:
@@ -291,13 +289,13 @@ def _worst_section(metrics: Mapping[str, MetricResult], items: pd.DataFrame, thr
     ranks = {}
     for col in ([worst_by] if worst_by else columns):
         values = pd.to_numeric(items[col], errors="coerce")
-        higher = is_higher_better(col, metrics.get(col), thresholds)
+        higher = col not in metrics or metrics[col].info.higher_is_better
         ranks[col] = values.rank(pct=True, ascending=higher)
     badness = pd.DataFrame(ranks).mean(axis=1, skipna=True)
     order = badness.dropna().sort_values(kind="stable").index[:n_worst]
     if len(order) == 0:
         return ""
-    cards = [_item_card(items.loc[i], columns, metrics, thresholds) for i in order]
+    cards = [_item_card(items.loc[i], columns, metrics) for i in order]
     how = f"lowest {esc(worst_by)}" if worst_by else "lowest mean percentile rank over all metrics"
     return f"<h2>Worst items</h2><p class=\"hint\">ranked by {how}.</p>" + "".join(cards)
 
@@ -363,8 +361,7 @@ def _metric_columns(metrics: Mapping[str, MetricResult], items: pd.DataFrame) ->
     return [c for c in names if pd.to_numeric(items[c], errors="coerce").notna().any()]
 
 
-def _item_card(row: pd.Series, columns: list[str], metrics: Mapping[str, MetricResult],
-               thresholds: GateThresholds) -> str:
+def _item_card(row: pd.Series, columns: list[str], metrics: Mapping[str, MetricResult]) -> str:
     chips, reasons = [], []
     for col in columns:
         value = _cell(row.get(col))

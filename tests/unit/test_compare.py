@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from pydantic import ValidationError
 
-from ragwatch.decision.compare import Comparison, compare_runs, is_higher_better
+from ragwatch.decision.compare import Comparison, compare_runs
 from ragwatch.decision.gate import gate_decision
 from ragwatch.decision.thresholds import GateThresholds, matches
 from ragwatch.report.markdown import build_markdown_summary
@@ -122,10 +122,9 @@ def test_direction_only_from_metric_info_never_from_names_details_or_the_gate():
     # an empty one (a dump of the old default) says nothing and is accepted
     assert GateThresholds.model_validate({"lower_is_better": []}) == GateThresholds()
     # string keys in details are not read: MetricInfo is the contract
-    assert is_higher_better("x", result("x", [1], lower_is_better=True)) is True
-    assert is_higher_better("failure_rate", result("failure_rate", [1])) is True
-    assert is_higher_better("x", result("x", [1], info=LOWER)) is False
-    assert is_higher_better("mrr") is True
+    assert result("x", [1], lower_is_better=True).info.higher_is_better is True
+    assert result("failure_rate", [1]).info.higher_is_better is True
+    assert result("x", [1], info=LOWER).info.higher_is_better is False
 
 
 def test_missing_metrics_are_added_or_removed_and_only_block_when_explicitly_gated():

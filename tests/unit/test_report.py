@@ -316,7 +316,7 @@ def test_first_screen_answers_better_or_worse_with_deltas_per_baseline():
     cmp_prod = compare_runs(new, old, thresholds=th, old_label="production")
     cmp_prev = compare_runs(new, new, thresholds=th, old_label="previous run")
     page = build_html_report("t", new, items, comparisons={"previous run": cmp_prev, "production": cmp_prod},
-                             gate=gate_decision(cmp_prod, th), thresholds=th)
+                             gate=gate_decision(cmp_prod, th))
     top = page.split("<h2>", 1)[0]  # everything before the first section heading
     verdict = re.search(r'<div id="verdict" class="verdict-line bad">(.*?)</div>', top).group(1)
     assert "Worse than production: faithfulness regressed" in verdict

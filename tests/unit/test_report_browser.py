@@ -92,7 +92,7 @@ def test_verdict_and_headline_are_on_the_first_screen(tmp_path: Path) -> None:
     gate = GateThresholds(default_allowed_drop=0.02, gated_metrics=["system/hit_rate", "faithfulness"])
     cmp_prod = compare_runs(new, production, thresholds=gate, old_label="production")
     page = build_html_report(
-        "ragwatch evaluation: full-2026_11_22", new, None, thresholds=gate, gate=gate_decision(cmp_prod, gate),
+        "ragwatch evaluation: full-2026_11_22", new, None, gate=gate_decision(cmp_prod, gate),
         comparisons={"previous run": compare_runs(new, previous, thresholds=gate), "production": cmp_prod},
         settings=ReportSettings(headline=[*DEFAULT_HEADLINE, "context_relevance"]),  # one not measured
     )
