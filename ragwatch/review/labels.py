@@ -22,7 +22,8 @@ from datetime import UTC, datetime
 from pydantic import BaseModel, Field
 
 
-def _now() -> str:
+def now() -> str:
+    """When a label is given: UTC, to the second (the labels file and the log write the same form)."""
     return datetime.now(UTC).isoformat(timespec="seconds")
 
 
@@ -76,7 +77,7 @@ class HumanLabels(BaseModel):
 
     def merge(self, new: Iterable[HumanLabel], *, source: str, at: str | None = None) -> HumanLabels:
         """A new collection with `new` added; a later label for the same item and metric wins."""
-        at = at or _now()
+        at = at or now()
         current = {label.key: label for label in self.labels}
         history = list(self.history)
         added = changed = unchanged = 0
@@ -111,7 +112,7 @@ def remove_labels(labels: HumanLabels, keys: Iterable[tuple[str, str]], *, sourc
                   ) -> HumanLabels:
     """`labels` without the (item, metric) labels of `keys` that came from `source`; each removal is
     kept in `history` (new = None). A label another source gave since is left alone."""
-    at = at or _now()
+    at = at or now()
     drop = set(keys)
     history = list(labels.history)
     kept = []

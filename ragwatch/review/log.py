@@ -19,17 +19,14 @@ import os
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel
 
+from ragwatch.review.labels import now
+
 EventKind = Literal["session", "label", "undo", "skip"]
-
-
-def _now() -> str:
-    return datetime.now(UTC).isoformat(timespec="seconds")
 
 
 class LabelEvent(BaseModel):
@@ -102,7 +99,7 @@ class LabelLog:
                 self._read_new(handle)
                 if check is not None:
                     event = check(list(self._events)) or event
-                event = event.model_copy(update={"at": event.at or _now()})
+                event = event.model_copy(update={"at": event.at or now()})
                 # seq is not written: it is the line number, assigned on reading
                 line = (event.model_dump_json(exclude_defaults=True, exclude={"seq"}) + "\n").encode()
                 if not self._ends_with_newline(handle):
