@@ -58,8 +58,9 @@ StageItem = tuple[Prompt, "type[BaseModel] | None", "str | None", dict[str, Any]
 
 
 @dataclass
-class _Batch:
-    """State shared by the items of one batch: the flow control and a fatal-error stop."""
+class _SendState:
+    """What the calls of one `generate_many` share: the flow control and a fatal-error stop (not a
+    provider batch: that is `batch.py`)."""
 
     limiter: Limiter
     fatal: list[str] = field(default_factory=list)
@@ -104,9 +105,9 @@ class LLMClient:
         self.last_limiter = limiter
         return limiter
 
-    def _send_state(self) -> _Batch:
+    def _send_state(self) -> _SendState:
         """A new state shared by the items sent together (this loop's flow control, a fatal stop)."""
-        return _Batch(self._limiter())
+        return _SendState(self._limiter())
 
     # ----------------------------------------------------------------------------------- public API
     def generate(
@@ -185,8 +186,8 @@ class LLMClient:
         if self.settings.batch and requests and all(r.mock_response is None for r in requests):
             shared = desc if isinstance(desc, Progress) else None
             return await generate_as_batch(self, requests, label or self.settings.model, shared)
-        batch = self._send_state()
-        batch.limiter.new_batch()
+        sending = self._send_state()
+        sending.limiter.new_batch()
         results: list[Generation | None] = [None] * len(requests)
         started = time.perf_counter()
         shared = isinstance(desc, Progress)  # one bar across batches: its owner closes it
@@ -194,8 +195,8 @@ class LLMClient:
 
             async def one(i: int, request: Request) -> None:
                 try:
-                    results[i] = await self._generate(request, batch)
-                except Exception as exc:  # a bug must not sink the batch: record it on the item
+                    results[i] = await self._generate(request, sending)
+                except Exception as exc:  # a bug must not sink the other calls: record it on the item
                     results[i] = self._failed(f"unexpected error: {describe(exc, self._api_key())}", 0.0)
                     self._account(results[i])
                 bar.update(1)
@@ -242,7 +243,7 @@ class LLMClient:
         return os.environ.get(env) if env else None
 
     # --------------------------------------------------------------------------------- one item
-    async def _generate(self, request: Request, batch: _Batch) -> Generation:
+    async def _generate(self, request: Request, sending: _SendState) -> Generation:
         started = time.perf_counter()
         if self._cache is not None:
             hit = await asyncio.to_thread(self._cache.get, request.key)  # keep the event loop free
@@ -251,7 +252,7 @@ class LLMClient:
                 if gen is not None:
                     self._account(gen)
                     return gen
-        gen = await self._call_and_validate(request, batch, started)
+        gen = await self._call_and_validate(request, sending, started)
         if gen.ok and self._cache is not None:
             await asyncio.to_thread(self._cache.put, request.key, gen.model_dump(mode="json", exclude={"parsed"}))
         self._account(gen)
@@ -269,12 +270,12 @@ class LLMClient:
         gen.latency_s = time.perf_counter() - started
         return gen
 
-    async def _call_and_validate(self, request: Request, batch: _Batch, started: float) -> Generation:
+    async def _call_and_validate(self, request: Request, sending: _SendState, started: float) -> Generation:
         messages = list(request.messages)
         totals = {"prompt_tokens": 0, "completion_tokens": 0, "cost_usd": 0.0, "retries": 0, "sent": 0}
         repairs = 0
         while True:
-            response, error = await self._call_with_retries(messages, request, batch, totals)
+            response, error = await self._call_with_retries(messages, request, sending, totals)
             if error is not None:
                 return self._failed(error, time.perf_counter() - started, repairs=repairs, **totals)
             text, logprobs, finish = parse_reply(response)
@@ -297,7 +298,7 @@ class LLMClient:
             messages = messages + structured.repair_messages(text, problem)
 
     async def _call_with_retries(
-        self, messages: list[dict[str, Any]], request: Request, batch: _Batch, totals: dict[str, Any]
+        self, messages: list[dict[str, Any]], request: Request, sending: _SendState, totals: dict[str, Any]
     ) -> tuple[Any, str | None]:
         s = self.settings
         secret = self._api_key()
@@ -308,21 +309,21 @@ class LLMClient:
             ticket = held = None
             try:
                 kwargs = litellm_kwargs(self.settings, messages, request)
-                ticket = await batch.limiter.acquire(tokens, retry=continuing or attempt > 0)
+                ticket = await sending.limiter.acquire(tokens, retry=continuing or attempt > 0)
                 # checked after the wait for a slot: items queued behind a fatal one are not sent
-                if batch.fatal:
-                    batch.limiter.release(ticket, "error", tokens_used=0)
-                    return None, f"not attempted: an earlier item failed fatally ({batch.fatal[0]})"
+                if sending.fatal:
+                    sending.limiter.release(ticket, "error", tokens_used=0)
+                    return None, f"not attempted: an earlier item failed fatally ({sending.fatal[0]})"
                 if self.budget is not None:
                     held = self.budget.reserve(self._projected_cost(messages, request))
                     if held is None:
-                        batch.limiter.release(ticket, "error", tokens_used=0)
+                        sending.limiter.release(ticket, "error", tokens_used=0)
                         return None, self.budget.reason()
                 totals["sent"] += 1
                 response = await self._acompletion(kwargs)
             except asyncio.CancelledError:
                 if ticket is not None:
-                    batch.limiter.release(ticket, "error")
+                    sending.limiter.release(ticket, "error")
                 self._settle(held, 0.0)
                 raise
             except Exception as exc:
@@ -332,7 +333,7 @@ class LLMClient:
                 wait = retry_after_s(exc)
                 if ticket is not None:
                     outcome = "rate_limit" if kind == "rate_limit" else "error"
-                    batch.limiter.release(ticket, outcome, retry_after_s=wait)
+                    sending.limiter.release(ticket, outcome, retry_after_s=wait)
                 if kind == "fatal":
                     if is_auth_error(exc):
                         reason = (
@@ -341,7 +342,7 @@ class LLMClient:
                             f"key. {reason}"
                         )
                     if request.mock_response is None:  # a mocked error must not stop real items
-                        batch.fatal.append(reason)
+                        sending.fatal.append(reason)
                     return None, f"failed without retry: {reason}"
                 if attempt >= s.max_retries:
                     return None, f"gave up after {attempt + 1} attempt(s): {reason}"
@@ -353,7 +354,7 @@ class LLMClient:
                 continue
             usage = getattr(response, "usage", None)
             used = int(getattr(usage, "prompt_tokens", 0) or 0), int(getattr(usage, "completion_tokens", 0) or 0)
-            batch.limiter.release(ticket, "ok", tokens_used=sum(used) if any(used) else None)
+            sending.limiter.release(ticket, "ok", tokens_used=sum(used) if any(used) else None)
             totals["prompt_tokens"] += used[0]
             totals["completion_tokens"] += used[1]
             cost = self._cost(response)
