@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Sequence
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, get_args
 
 from pydantic import BaseModel, ConfigDict
 
@@ -25,6 +25,13 @@ from ragwatch.results import MetricInfo, MetricResult
 from ragwatch.types import EvalSample, RagAnswer
 
 PromptFamily = Literal["json", "prometheus"]
+
+
+def checked_prompt_family(family: str) -> PromptFamily:
+    """`family` when it is a prompt family a Likert judge can use; else ValueError saying which are."""
+    if family not in get_args(PromptFamily):
+        raise ValueError(f"prompt_family must be 'json' or 'prometheus', not {family!r}")
+    return family  # type: ignore[return-value]
 LIKERT = (1, 2, 3, 4, 5)
 
 DATA_RULE = (

@@ -25,6 +25,7 @@ from ragwatch.judges.base import (
     FewShotExample,
     PromptFamily,
     answer_error,
+    checked_prompt_family,
     fence,
     fence_contexts,
     generation_error,
@@ -118,13 +119,11 @@ class LikertJudge(LLMJudge):
         use_logprobs: bool = False,
         prompt_version: str = PROMPT_VERSION,
     ) -> None:
-        if prompt_family not in ("json", "prometheus"):
-            raise ValueError(f"prompt_family must be 'json' or 'prometheus', not {prompt_family!r}")
         self.criterion = criterion
         self.llm = llm
         self.model = model
         self.threshold = threshold
-        self.prompt_family = prompt_family
+        self.prompt_family = checked_prompt_family(prompt_family)
         self.use_logprobs = use_logprobs
         self.prompt_version = prompt_version if prompt_family == "json" else prometheus.PROMPT_VERSION
         self.metrics = {

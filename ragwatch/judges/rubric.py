@@ -25,6 +25,7 @@ from ragwatch.judges.base import (
     FewShotExample,
     PromptFamily,
     answer_error,
+    checked_prompt_family,
     fence,
     fence_contexts,
     generation_error,
@@ -153,12 +154,10 @@ class RubricJudge(LLMJudge):
         use_logprobs: bool = False,
         name: str = "rubric",
     ) -> None:
-        if prompt_family not in ("json", "prometheus"):
-            raise ValueError(f"prompt_family must be 'json' or 'prometheus', not {prompt_family!r}")
         self._name = name
         self.llm = llm
         self.model = model
-        self.prompt_family = prompt_family
+        self.prompt_family = checked_prompt_family(prompt_family)
         self.use_logprobs = use_logprobs
         self.prefix = f"{name}_"
         self.few_shot = [FewShotExample.model_validate(ex) for ex in few_shot]
