@@ -73,7 +73,8 @@ def test_greedy_grammar_shortcut_decodes_exactly_like_the_full_grammar_check():
     pytest.importorskip("llama_cpp")
     from llama_cpp import Llama, LogitsProcessorList
 
-    from ragwatch.llm.local import _greedy_grammar_class, _LogprobRecorder
+    from ragwatch.llm.grammar import greedy_grammar_class
+    from ragwatch.llm.local import _LogprobRecorder
     from ragwatch.llm.models import model_path
 
     schema = {"type": "object", "required": ["verdicts"], "properties": {"verdicts": {
@@ -84,7 +85,7 @@ def test_greedy_grammar_shortcut_decodes_exactly_like_the_full_grammar_check():
                "Statement 1: water is wet. Statement 2: fire is cold. Verdicts as JSON with reasons.",
                "Reply with JSON: two verdicts about whether cats bark."]
     replies = {}
-    for name, cls in (("stock", Llama), ("shortcut", _greedy_grammar_class(Llama))):
+    for name, cls in (("stock", Llama), ("shortcut", greedy_grammar_class(Llama))):
         llm = cls(model_path=str(model_path(MODEL.removeprefix("local/"))), n_ctx=1024, n_threads=2, verbose=False)
         try:
             out = []
