@@ -292,10 +292,10 @@ class BatchEngine:
         import llama_cpp
 
         for slot in self._slots:
-            if slot.request is not None:
-                slot.request.error = error
-                slot.request.done.set()
+            if (request := slot.request) is not None:
+                request.error = error
                 self._release(slot)
+                request.done.set()
             if self._ctx is not None:
                 llama_cpp.llama_memory_seq_rm(self._mem, slot.seq_id, -1, -1)
             slot.cached = []
@@ -399,8 +399,10 @@ class BatchEngine:
             stats.bookkeeping_s += time.perf_counter() - t2
         if finished:
             stats.generated_tokens += len(request.completion)
-            request.done.set()
+            # free the slot before waking the caller: once its call returns, the engine is idle for it
+            # (`active()`), which is when `local.engine` may rebuild it bigger
             self._release(slot)
+            request.done.set()
         else:
             slot.next_token = token
 

@@ -128,6 +128,7 @@ def test_engine_grows_when_a_client_asks_for_more_slots():
     LLMClient(LLMSettings(model=MODEL, cache=False, concurrency=2)).generate("Say hi.", max_tokens=4)
     before = local.engine(NAME)
     assert before is not None
+    assert before.active() == 0  # a returned call has left its slot: the engine is idle, so it may grow
     LLMClient(LLMSettings(model=MODEL, cache=False, concurrency=before.slots_n + 1))
     after = local.engine(NAME)
     assert after is not None and after.slots_n == min(before.slots_n + 1, local.MAX_SLOTS)
