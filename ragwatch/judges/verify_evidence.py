@@ -112,10 +112,10 @@ class EvidenceVerifier:
 
     def shown_sentences(self, sentences: Sequence[Sentence], statements: Sequence[str]) -> list[Sentence]:
         """The union of each statement's best sentences, in context order, at most `max_sentences`."""
+        bests = [best_sentences(statement, sentences, self.per_statement) for statement in statements]
         chosen: dict[int, Sentence] = {}
         for rank in range(self.per_statement):  # round-robin, so every statement keeps its best ones
-            for statement in statements:
-                best = best_sentences(statement, sentences, self.per_statement)
+            for best in bests:
                 if rank < len(best) and len(chosen) < self.max_sentences:
                     chosen.setdefault(best[rank].id, best[rank])
         return sorted(chosen.values(), key=lambda s: s.id)
