@@ -18,7 +18,7 @@ from zenml import Model
 
 from ragwatch.artifacts import MetricGroup
 from ragwatch.checks.e2e import E2ETables, load_e2e_tables
-from ragwatch.config import FullConfig, corpus_fingerprint, system_fingerprint
+from ragwatch.config import FullConfig, corpus_fingerprint, evalset_fingerprint, system_fingerprint
 from ragwatch.decision.gate import GateDecision
 from ragwatch.preflight import preflight
 from ragwatch.report.summary import ReportSettings, gate_label, metrics_text, summary_text
@@ -91,6 +91,8 @@ def run_pipeline(
     config = config or preflight(name, config_path)
     if schedule is None:
         require_inputs(name, config_path)
+        if name == "evaluate":
+            require_matching_eval_set(config, config_path)
     started = time.perf_counter()
     options: dict[str, Any] = {"enable_cache": enable_cache}
     if schedule is not None:
@@ -100,7 +102,7 @@ def run_pipeline(
     if name == "ingest":
         run = ingest.with_options(**options)(config.ingest, corpus_fingerprint(config.ingest.corpus))
     elif name == "testset":
-        run = testset.with_options(**options)(config)
+        run = testset.with_options(**options)(config, evalset_fingerprint(config))
     else:
         model, fingerprint = model_for(config)
         tables = load_e2e_tables(config.evaluate.e2e.tables) if config.evaluate.e2e.tables else E2ETables()
@@ -109,11 +111,13 @@ def run_pipeline(
             run = evaluate.with_options(**options)(config, tables, fingerprint)
         else:
             corpus = corpus_fingerprint(config.ingest.corpus)
-            run = full.with_options(**options)(config, tables, corpus, fingerprint)
+            run = full.with_options(**options)(config, tables, corpus, fingerprint, evalset_fingerprint(config))
     outcome = RunOutcome(pipeline=name, run=run, seconds=time.perf_counter() - started,
                          reports_dir=Path(config.reports_dir) if config.reports_dir else REPORTS_DIR)
     if schedule is None and name in ("ingest", "full"):
         collect_ingest(outcome)
+    if schedule is None and name in ("testset", "full"):
+        collect_testset(outcome)
     if schedule is None and name in ("evaluate", "full"):
         collect_evaluation(outcome)
     return outcome
@@ -138,6 +142,47 @@ def require_inputs(name: str, config_path: str | Path) -> None:
             f"{name} needs what {' and '.join(missing)} makes, and this ZenML store ({store}) has none yet: "
             f"run {steps} first, or `ragwatch full --config {config_path}` for everything in one run"
         )
+
+
+class StaleEvalSetError(MissingInputError):
+    """The latest evaluation set was made from another testset config (or other input files)."""
+
+
+def require_matching_eval_set(config: FullConfig, config_path: str | Path) -> None:
+    """`evaluate` runs on the latest `eval_set`: stop when it was not made from the `testset:` block and
+    the input files this config names (`evalset_fingerprint`), instead of evaluating on another set."""
+    from zenml.client import Client
+
+    version = Client().get_artifact_version("eval_set")
+    made = version.run_metadata.get("eval_set", {})
+    expected = evalset_fingerprint(config)
+    if isinstance(made, dict) and made.get("testset_fingerprint") == expected["testset"]:
+        return
+    if not isinstance(made, dict) or "testset_fingerprint" not in made:
+        why = "it was made before evaluation sets recorded their config"
+    elif made.get("testset_config_fingerprint") != expected["config"]:
+        why = "its `testset:` block differs from this config's"
+    else:
+        why = "the content of the labelled files this config imports changed since"
+    raise StaleEvalSetError(
+        f"the latest evaluation set (eval_set version {version.version}) was not made from {config_path}: {why}. "
+        f"Run `python run.py testset --config {config_path}` first, then evaluate again "
+        f"(or `python run.py full --config {config_path}` for everything in one run)"
+    )
+
+
+def collect_testset(outcome: RunOutcome) -> None:
+    """What the evaluation set holds and what was dropped from it, and why (`evalset_report`)."""
+    from zenml.client import Client
+
+    from ragwatch.evalset.report import evalset_report
+
+    steps = Client().get_pipeline_run(outcome.run.id).steps
+    imported = steps["import_labelled_sets"].outputs["imported_eval_set"][0].load()
+    synthetic = steps["generate_synthetic_set"].outputs["synthetic_testset"][0].load()
+    eval_set = steps["assemble_eval_set"].outputs["eval_set"][0].load()
+    outcome.notes += evalset_report(eval_set.samples, imported.metadata.get("imports", {}),
+                                    synthetic if synthetic.metadata.get("synthetic", True) else None)
 
 
 def collect_ingest(outcome: RunOutcome) -> None:

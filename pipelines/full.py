@@ -12,7 +12,8 @@ from ragwatch.config import FullConfig
 
 
 @pipeline(enable_cache=True)
-def full(config: FullConfig, e2e_tables: E2ETables, corpus_fingerprint: str, system_fingerprint: str):
+def full(config: FullConfig, e2e_tables: E2ETables, corpus_fingerprint: str, system_fingerprint: str,
+         testset_fingerprint: dict[str, str]):
     index = ingest(config.ingest, corpus_fingerprint)
-    eval_set = testset(config, index=index)
+    eval_set = testset(config, testset_fingerprint, index=index)
     evaluate(config, e2e_tables, system_fingerprint, index=index, eval_set=eval_set)

@@ -10,11 +10,12 @@ from steps.inputs import latest_index_version, load_index
 
 
 @pipeline(enable_cache=True)
-def testset(config: FullConfig, index=None):
+def testset(config: FullConfig, fingerprint: dict[str, str], index=None):
     """`index` defaults to the latest `rag_index` artifact (from the ingest pipeline), looked up when
-    the run runs and loaded by a step (so the dashboard draws it)."""
+    the run runs and loaded by a step (so the dashboard draws it). `fingerprint`:
+    `ragwatch.config.evalset_fingerprint(config)` (the config and the content of its input files)."""
     if index is None:
         index = load_index(latest_index_version())
     synthetic = generate_synthetic_set(index, config.testset, config.ingest.embedding)
-    imported = import_labelled_sets(config.testset)
-    return assemble_eval_set(synthetic, imported, index)
+    imported = import_labelled_sets(config.testset, fingerprint)
+    return assemble_eval_set(synthetic, imported, index, fingerprint)

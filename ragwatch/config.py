@@ -148,3 +148,49 @@ def corpus_fingerprint(corpus: CorpusSettings) -> str:
             digest.update(str(file).encode())
             digest.update(hashlib.sha256(file.read_bytes()).digest())
     return digest.hexdigest()
+
+
+# What makes a generated set differ; retries, concurrency, caching and budgets do not.
+_GENERATION_KEYS = {"model", "api_base", "temperature", "max_tokens", "seed", "extra"}
+
+
+def content_hash(path: str | Path) -> str:
+    """sha256 of a file's bytes, or of a directory's files (relative names and bytes, in name order:
+    a Hugging Face dataset on disk); "missing" when the path does not exist (the import says so)."""
+    p = Path(path)
+    digest = hashlib.sha256()
+    if p.is_file():
+        digest.update(p.read_bytes())
+    elif p.is_dir():
+        for file in sorted(f for f in p.rglob("*") if f.is_file()):
+            digest.update(str(file.relative_to(p)).encode() + b"\0")
+            digest.update(hashlib.sha256(file.read_bytes()).digest())
+    else:
+        return "missing"
+    return digest.hexdigest()
+
+
+def evalset_fingerprint(config: FullConfig) -> dict[str, str]:
+    """What the evaluation set of `config` is made from, hashed: `config` (the `testset:` block without
+    its input paths and without settings that cannot change the set), `inputs` (the content of every
+    labelled file it imports, so an edited file changes it although its path does not) and `testset`
+    (both: the key an `eval_set` artifact carries and `evaluate` checks). The index the synthetic pairs
+    come from is not in it.
+
+    >>> evalset_fingerprint(config)["testset"]  # doctest: +SKIP
+    """
+    testset = config.testset
+    canonical = testset.model_dump(mode="json", exclude={"generator", "imports", "handwritten_retrieval_cases",
+                                                         "zenml_qa"})
+    canonical["generator"] = testset.generator.model_dump(mode="json", include=_GENERATION_KEYS)
+    canonical["imports"] = [s.model_dump(mode="json", exclude={"path"}) for s in testset.imports]
+    files = {"handwritten_retrieval_cases": testset.handwritten_retrieval_cases, "zenml_qa": testset.zenml_qa,
+             **{f"imports[{i}]": s.path for i, s in enumerate(testset.imports)}}
+    inputs = {key: content_hash(path) for key, path in files.items() if path}
+    config_hash = _sha256_json(canonical)
+    inputs_hash = _sha256_json(inputs)
+    return {"config": config_hash, "inputs": inputs_hash, "testset": _sha256_json([config_hash, inputs_hash])}
+
+
+def _sha256_json(value: object) -> str:
+    return hashlib.sha256(json.dumps(value, sort_keys=True, separators=(",", ":")).encode()).hexdigest()

@@ -42,8 +42,11 @@ def generate_synthetic_set(
 
 
 @step
-def import_labelled_sets(config: EvalSetConfig) -> Annotated[EvalSet, "imported_eval_set"]:
-    """Labelled sets named in the config (handcrafted cases, the ZenML question set, JSONL/CSV/HF)."""
+def import_labelled_sets(config: EvalSetConfig, fingerprint: dict[str, str]) -> Annotated[EvalSet, "imported_eval_set"]:
+    """Labelled sets named in the config (handcrafted cases, the ZenML question set, JSONL/CSV/HF).
+
+    `fingerprint` (`ragwatch.config.evalset_fingerprint`) holds the content hash of the files: an edited
+    file changes this step's cache key although its path does not."""
     samples, report = import_labelled_samples(config)
     if config.write_reference_answers and any(needs_reference(s) for s in samples):
         export_api_keys()
@@ -58,13 +61,20 @@ def import_labelled_sets(config: EvalSetConfig) -> Annotated[EvalSet, "imported_
     return EvalSet(samples=samples, metadata={"imports": report})
 
 
-@step
+@step(enable_cache=False)
 def assemble_eval_set(
-    synthetic: Testset, imported: EvalSet, index: Index
+    synthetic: Testset, imported: EvalSet, index: Index, fingerprint: dict[str, str]
 ) -> Annotated[EvalSet, "eval_set"]:
-    """The evaluation set every evaluation names: synthetic + imported samples, de-duplicated by id."""
+    """The evaluation set every evaluation names: synthetic + imported samples, de-duplicated by id.
+
+    Never cached: a cached step makes no new version, and `evaluate` reads the latest `eval_set`, which
+    would stay the one an earlier, different config made. `fingerprint` is stored with the set: the
+    config it was made from, which `evaluate` checks (the steps before this one stay cached)."""
     samples = merge_samples(synthetic.samples, imported.samples)
     metadata = {
+        "testset_fingerprint": fingerprint["testset"],
+        "testset_config_fingerprint": fingerprint["config"],
+        "testset_inputs_fingerprint": fingerprint["inputs"],
         **describe_samples(samples),
         "synthetic": len(synthetic.samples),
         "imported": len(imported.samples),

@@ -38,7 +38,8 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Literal
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from pydantic import BaseModel, Field
 
@@ -139,7 +140,7 @@ def compare_runs(
     A metric's direction is its `info.direction` (`MetricInfo`), the one source. `new_unavailable` /
     `old_unavailable` (each run's `MetricGroup.unavailable`: metric -> why that run's system cannot have
     it) turn a metric present in one run only into "not_available" with the reason, not "removed" or
-    "added": the system changed, not the metric set.
+    "added": the system changed, not the metric set. Every row's verdict comes from `decide_verdict`.
     """
     thresholds = thresholds or GateThresholds()
     for label, run in (("new", new), ("old", old or {})):
@@ -147,29 +148,109 @@ def compare_runs(
         if wrong:
             raise TypeError(f"{label} run: values must be MetricResult, got other types for {wrong}")
     if not old:
-        rows = [_one_sided(m, new[m], "added", thresholds) for m in sorted(new)]
+        rows = [_one_sided(m, new[m], Evidence(in_old=False), thresholds) for m in sorted(new)]
         return Comparison(new_label=new_label, old_label=old_label, has_baseline=False, rows=rows)
 
     new_unavailable, old_unavailable = new_unavailable or {}, old_unavailable or {}
     rows: list[MetricComparison] = []
     for name in sorted(set(new) | set(old)):
         if name not in old:
-            rows.append(_one_sided(name, new[name], "added", thresholds))
-            if name in old_unavailable:
-                _not_available(rows[-1], old_label, old_unavailable[name])
+            why = f"in {old_label}: {old_unavailable[name]}" if name in old_unavailable else None
+            rows.append(_one_sided(name, new[name], Evidence(in_old=False, unavailable=why), thresholds))
         elif name not in new:
-            rows.append(_one_sided(name, old[name], "removed", thresholds))
-            if name in new_unavailable:
-                _not_available(rows[-1], new_label, new_unavailable[name])
+            why = f"in {new_label}: {new_unavailable[name]}" if name in new_unavailable else None
+            rows.append(_one_sided(name, old[name], Evidence(in_new=False, unavailable=why), thresholds))
         else:
             rows.append(_compare_metric(name, new[name], old[name], thresholds))
     rows.sort(key=lambda r: (_VERDICT_ORDER.index(r.verdict), r.metric))
     return Comparison(new_label=new_label, old_label=old_label, rows=rows)
 
 
-def _one_sided(name: str, result: MetricResult, verdict: Verdict, thresholds: GateThresholds) -> MetricComparison:
-    added = verdict == "added"
-    return MetricComparison(
+@dataclass(frozen=True)
+class Evidence:
+    """Everything a metric's verdict is decided from, gathered by `compare_runs` (`decide_verdict` reads
+    nothing else). `interval` is (low, high) of the difference that decides (labelled or the judge's),
+    `cases` the number of handcrafted cases both runs scored (keyword tests; None for a sample)."""
+
+    in_new: bool = True
+    in_old: bool = True
+    unavailable: str | None = None  # why the run without the metric cannot have it ("in <run>: <reason>")
+    n_new: int = 0
+    n_old: int = 0
+    cases: int | None = None
+    judge_change: str | None = None  # how the judge differs between runs, when no labels bridge them
+    constant_value: float | None = None  # the new run's one score (a constant judge)
+    old_constant: bool = False
+    identical_pairs: int = 0  # > 0: every one of this many paired items has the same score in both runs
+    unpaired_extra: int = 0  # items scored in one run only, beside identical pairs
+    enough: bool = True  # at least 2 items behind the interval
+    interval: tuple[float, float] | None = None
+    higher_is_better: bool = True
+    allowed_drop: float = 0.0
+    below_agreement: str | None = None  # the judge's measured agreement is below the gate's bar (why)
+
+
+class VerdictDecision(NamedTuple):
+    verdict: Verdict
+    note: str = ""
+    gates: bool = True  # False: shown, never gates (whatever the thresholds say)
+
+
+def decide_verdict(e: Evidence) -> VerdictDecision:
+    """The one rule that decides a metric's verdict, the first that applies, in this order:
+    in one run only (added / removed / not_available); no scored item in a run; no handcrafted case in
+    common (not_comparable); a different judge (not_comparable, not gated); a constant judge (constant,
+    not gated); identical on every paired item (unchanged); fewer than 2 items (inconclusive); else the
+    interval against the allowed drop (`_verdict`). A judge below the gate's agreement bar keeps its
+    verdict and is shown, not gated. The gate and every printed verdict read the result, never the
+    deltas."""
+    if not (e.in_new and e.in_old):
+        if e.unavailable:
+            return VerdictDecision("not_available", e.unavailable)
+        return VerdictDecision("added" if e.in_new else "removed")
+    if not e.n_new or not e.n_old:
+        return VerdictDecision("not_comparable", f"no scored item in the {'new' if not e.n_new else 'old'} run")
+    if e.cases == 0:
+        return VerdictDecision("not_comparable", "no test case in common")
+    if e.judge_change:
+        return VerdictDecision("not_comparable", f"judged differently ({e.judge_change}): the scores are on "
+                                                 "different bases; not gated", gates=False)
+    if e.constant_value is not None:
+        before = "as before" if e.old_constant else "it varied in the old run"
+        return VerdictDecision("constant", f"constant judge ({fmt_num(e.constant_value)} on every item; {before}): "
+                                           "not gated", gates=False)
+    not_gated = f"{e.below_agreement}: shown, not gated" if e.below_agreement else ""
+    if e.identical_pairs:
+        extra = f" ({e.unpaired_extra} scored in one run only)" if e.unpaired_extra else ""
+        return VerdictDecision("unchanged", _join(f"identical on all {e.identical_pairs} paired items{extra}",
+                                                  not_gated), gates=not not_gated)
+    if not e.enough or e.interval is None:
+        return VerdictDecision("inconclusive", _join("fewer than 2 items: no interval", not_gated),
+                               gates=not not_gated)
+    low, high = e.interval
+    verdict = _verdict(low, high, e.higher_is_better, e.allowed_drop)
+    gain_high = high if e.higher_is_better else -low
+    within = "a drop, but within the allowed drop" if verdict == "unchanged" and gain_high < 0 else ""
+    return VerdictDecision(verdict, _join(within, not_gated), gates=not not_gated)
+
+
+def _join(*notes: str) -> str:
+    return "; ".join(n for n in notes if n)
+
+
+def _apply(row: MetricComparison, e: Evidence) -> MetricComparison:
+    """Set the row's verdict (and whether it gates) from `decide_verdict`, keeping notes already made."""
+    decision = decide_verdict(e)
+    row.verdict = decision.verdict
+    row.gated = row.gated and decision.gates
+    if decision.note:
+        _add_note(row, decision.note)
+    return row
+
+
+def _one_sided(name: str, result: MetricResult, e: Evidence, thresholds: GateThresholds) -> MetricComparison:
+    added = e.in_new
+    row = MetricComparison(
         metric=name,
         new_score=result.score if added else None,
         old_score=None if added else result.score,
@@ -178,16 +259,11 @@ def _one_sided(name: str, result: MetricResult, verdict: Verdict, thresholds: Ga
         higher_is_better=result.info.higher_is_better,
         allowed_drop=thresholds.allowed_drop(name),
         gated=thresholds.is_gated(name),
-        verdict=verdict,
+        verdict="added" if added else "removed",
         constant_value=result.constant_value() if added else None,
         agreement=result.info.agreement if added else None,
     )
-
-
-def _not_available(row: MetricComparison, run: str, reason: str) -> None:
-    """The reason reads "not available for this system (...)" (`LLMJudge.unavailable`): name whose."""
-    row.verdict = "not_available"
-    _add_note(row, f"in {run}: {reason}")
+    return _apply(row, e)
 
 
 def _scored(result: MetricResult) -> dict[str, float] | None:
@@ -202,7 +278,15 @@ def _add_note(row: MetricComparison, note: str) -> None:
     row.note = (row.note + "; " if row.note else "") + note
 
 
+def _below_agreement(result: MetricResult, thresholds: GateThresholds) -> str | None:
+    agreement = result.info.agreement
+    if agreement is None or agreement.kappa >= thresholds.min_judge_kappa:
+        return None
+    return f"judge agreement kappa {agreement.kappa:.2f} < gate.min_judge_kappa {thresholds.min_judge_kappa:.2f}"
+
+
 def _compare_metric(name: str, new: MetricResult, old: MetricResult, thresholds: GateThresholds) -> MetricComparison:
+    """Gather the evidence of one metric in both runs (differences, intervals) for `decide_verdict`."""
     row = MetricComparison(
         metric=name, old_score=old.score, new_score=new.score, n_old=old.n_scored, n_new=new.n_scored,
         higher_is_better=new.info.higher_is_better,
@@ -210,6 +294,7 @@ def _compare_metric(name: str, new: MetricResult, old: MetricResult, thresholds:
         constant_value=new.constant_value(),
         agreement=new.info.agreement,
     )
+    facts = {"higher_is_better": row.higher_is_better, "allowed_drop": row.allowed_drop}
     new_scores, old_scores = _scored(new), _scored(old)
     if new_scores is None or old_scores is None:
         # duplicate ids: fall back to every scored item of each run
@@ -222,13 +307,10 @@ def _compare_metric(name: str, new: MetricResult, old: MetricResult, thresholds:
         common = [i for i in new_scores if i in old_scores]
     row.n_new, row.n_old = len(new_values), len(old_values)
     if not new_values or not old_values:
-        row.verdict = "not_comparable"
-        which = "new" if not new_values else "old"
-        row.note = f"no scored item in the {which} run"
-        return row
+        return _apply(row, Evidence(n_new=row.n_new, n_old=row.n_old, **facts))
 
     if new.info.family == "e2e" and new_scores is not None and old_scores is not None:
-        return _compare_cases(row, new_scores, old_scores)
+        return _compare_cases(row, new_scores, old_scores, facts)
     min_pairs = _MIN_PAIRED_FRACTION * min(len(new_values), len(old_values))
     if new_scores is not None and old_scores is not None and common and len(common) >= min_pairs:
         diff, low, high = paired_diff_interval(
@@ -244,48 +326,30 @@ def _compare_metric(name: str, new: MetricResult, old: MetricResult, thresholds:
         enough = min(len(new_values), len(old_values)) >= 2
     row.diff, row.diff_low, row.diff_high = diff, low, high
     _labelled_interval(row, new, old)
-    if row.basis != "labelled" and (change := new.info.judge_change(old.info)):
-        row.verdict, row.gated = "not_comparable", False
-        _add_note(row, f"judged differently ({change}): the scores are on different bases; not gated")
-        return row
-    if row.constant_value is not None:
-        row.verdict = "constant"
-        row.gated = False
-        before = "as before" if old.constant_value() is not None else "it varied in the old run"
-        _add_note(row, f"constant judge ({fmt_num(row.constant_value)} on every item; {before}): not gated")
-        return row
-    if row.basis != "labelled" and row.method == "paired" and all(new_scores[i] == old_scores[i] for i in common):
-        # The same score on every paired item: no change to measure, whatever n is. Items scored in
-        # one run only (a judge failure) are counted in n_new/n_old, not read as a change.
-        row.verdict = "unchanged"
-        unpaired = max(len(new_values), len(old_values)) - len(common)
-        _add_note(row, f"identical on all {len(common)} paired items"
-                       + (f" ({unpaired} scored in one run only)" if unpaired else ""))
-        return row
-    if not enough:
-        row.verdict = "inconclusive"
-        _add_note(row, "fewer than 2 items: no interval")
-        return row
-    _, low, high = row.decided_interval
-    row.verdict = _verdict(low, high, row.higher_is_better, row.allowed_drop)
-    gain_high = high if row.higher_is_better else -low
-    if row.verdict == "unchanged" and gain_high < 0:
-        _add_note(row, "a drop, but within the allowed drop")
-    return row
+    judged = row.basis != "labelled"
+    identical = (judged and row.method == "paired" and new_scores is not None and old_scores is not None
+                 and all(new_scores[i] == old_scores[i] for i in common))
+    _, d_low, d_high = row.decided_interval
+    return _apply(row, Evidence(
+        n_new=row.n_new, n_old=row.n_old,
+        judge_change=new.info.judge_change(old.info) if judged else None,
+        constant_value=row.constant_value, old_constant=old.constant_value() is not None,
+        identical_pairs=len(common) if identical else 0,
+        unpaired_extra=max(len(new_values), len(old_values)) - len(common) if identical else 0,
+        enough=enough, interval=None if d_low is None or d_high is None else (d_low, d_high),
+        below_agreement=_below_agreement(new, thresholds) if judged else None, **facts))
 
 
-def _compare_cases(row: MetricComparison, new: dict[str, float], old: dict[str, float]) -> MetricComparison:
+def _compare_cases(row: MetricComparison, new: dict[str, float], old: dict[str, float],
+                   facts: dict[str, Any]) -> MetricComparison:
     """Handcrafted tests are the whole population, not a sample of one: the difference over the cases
     both runs scored is exact (no interval, no minimum n), and the cases that flipped are named."""
     common = [case for case in new if case in old]
     row.method, row.n_paired = "exact", len(common)
     if not common:
-        row.verdict = "not_comparable"
-        row.note = "no test case in common"
-        return row
+        return _apply(row, Evidence(n_new=row.n_new, n_old=row.n_old, cases=0, **facts))
     diff = sum(new[c] - old[c] for c in common) / len(common)
     row.diff = row.diff_low = row.diff_high = diff
-    row.verdict = _verdict(diff, diff, row.higher_is_better, row.allowed_drop)
     better = (lambda c: new[c] > old[c]) if row.higher_is_better else (lambda c: new[c] < old[c])
     worse = [c for c in common if new[c] != old[c] and not better(c)]
     fixed = [c for c in common if new[c] != old[c] and better(c)]
@@ -295,7 +359,8 @@ def _compare_cases(row: MetricComparison, new: dict[str, float], old: dict[str, 
     if len(common) < max(len(new), len(old)):
         notes.append(f"{len(new) - len(common)} new and {len(old) - len(common)} removed cases not compared")
     _add_note(row, "; ".join(notes))
-    return row
+    return _apply(row, Evidence(n_new=row.n_new, n_old=row.n_old, cases=len(common), interval=(diff, diff),
+                                **facts))
 
 
 def _labelled_interval(row: MetricComparison, new: MetricResult, old: MetricResult) -> None:

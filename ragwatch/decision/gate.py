@@ -25,7 +25,8 @@ from ragwatch.fmt import fmt_num, fmt_signed
 if TYPE_CHECKING:
     from ragwatch.decision.compare import Comparison, MetricComparison
 
-GateStatus = Literal["promote", "regressed", "hold", "no_baseline"]
+# "not_evaluated": the run could not be evaluated (system unreachable, budget reached, ...); reasons[0] says why
+GateStatus = Literal["promote", "regressed", "hold", "no_baseline", "not_evaluated"]
 
 
 class GateDecision(BaseModel):
@@ -46,7 +47,7 @@ class GateDecision(BaseModel):
         # a decision built by hand with promote=False and no status is a refusal
         if not self.promote and self.status in ("promote", "no_baseline"):
             self.status = "regressed"
-        if self.promote and self.status in ("regressed", "hold"):
+        if self.promote and self.status in ("regressed", "hold", "not_evaluated"):
             raise ValueError(f"promote=True contradicts status {self.status!r}")
         return self
 

@@ -56,7 +56,9 @@ def import_labelled_samples(config: EvalSetConfig) -> tuple[list[EvalSample], di
             "imported": len(result.samples),
             "usable_before_limit": result.usable if result.usable is not None else len(result.samples),
             "skipped": len(result.skipped),
-            "skipped_rows": [f"{line}: {reason}" for line, reason in result.skipped[:20]],
+            "skipped_by_reason": result.skipped_by_reason(),
+            "skipped_rows": [f"{result.unit} {line}: {reason}" for line, reason in result.skipped[:20]],
+            "without_reference": result.without_reference,
         }
     return samples, report
 

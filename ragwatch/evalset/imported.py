@@ -19,6 +19,8 @@ from __future__ import annotations
 import hashlib
 import json
 import random
+import re
+from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, Literal
@@ -93,6 +95,25 @@ class ImportReport(BaseModel):
     source: str = ""
     format: str = ""
     usable: int | None = None  # usable rows before `limit`/`sample` (None: all were kept)
+    unit: str = "line"  # what a skipped number counts: line (JSONL, CSV), example, row, pair
+
+    def skipped_by_reason(self) -> dict[str, int]:
+        """How many rows were skipped for each kind of reason, most frequent first."""
+        counts = Counter(reason_kind(reason) for _, reason in self.skipped)
+        return dict(counts.most_common())
+
+    @property
+    def without_reference(self) -> int:
+        """Samples kept without a reference answer: retrieval is measured for them, answers are not judged."""
+        return sum(1 for s in self.samples if not s.reference_answer)
+
+
+def reason_kind(reason: str) -> str:
+    """A skip reason without what is particular to its row, so that reasons can be counted: a duplicate
+    id's value and line, a JSON error's position."""
+    if reason.startswith("duplicate id"):
+        return "duplicate id"
+    return re.sub(r"\b(line|column|char) \d+", r"\1 N", reason)
 
 
 # ------------------------------------------------------------------------------------ row parsing
@@ -225,7 +246,8 @@ def _collect(rows: Iterable[tuple[int, dict[str, Any] | str]], settings: ImportS
             f"{expected}; found columns {sorted(found)}. First problems: {problems}. "
             "Map your column names with `columns:` in the import config."
         )
-    return ImportReport(samples=samples, skipped=skipped, source=str(settings.path), format=settings.format)
+    return ImportReport(samples=samples, skipped=skipped, source=str(settings.path), format=settings.format,
+                        unit=unit)
 
 
 # ------------------------------------------------------------------------------------- readers

@@ -31,6 +31,7 @@ from ragwatch.report.summary import (
     headline_rows,
     judge_warnings,
     labelled_text,
+    scale_text,
     unavailable_lines,
     verdict_line,
 )
@@ -155,7 +156,8 @@ def _headline_table(rows: list[HeadlineRow], labels: list[str]) -> str:
             badge = ("" if d.verdict == "-"
                      else f'<span class="verdict" style="background:{colour}">{esc(d.verdict)}</span>')
             cells += f'<td class="num">{esc(delta_interval(d)) or "-"}</td><td>{badge}</td>'
-        body.append(f"<tr><td><b>{esc(r.metric)}</b></td>{cells}</tr>")
+        scale = f' <span class="hint">({esc(scale_text(m))})</span>' if m is not None else ""
+        body.append(f"<tr><td><b>{esc(r.metric)}</b>{scale}</td>{cells}</tr>")
     return f'<table id="headline" class="headline"><thead>{head}</thead><tbody>{"".join(body)}</tbody></table>'
 
 

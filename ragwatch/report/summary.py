@@ -101,26 +101,55 @@ def _delta(cmp: Comparison, name: str) -> Delta:
     return Delta(diff, low, high, r.verdict, r.basis)
 
 
+# How the verdict line names a row's verdict; the words are the table's, so the two read alike.
+_NAMED = {"not_comparable": "not comparable", "removed": "missing from this run"}
+
+
+def _names(rows: list[MetricComparison]) -> str:
+    return ", ".join(r.metric for r in rows)
+
+
 def comparison_verdict(cmp: Comparison, label: str) -> tuple[str, str]:
-    """("worse" | "better" | "same" | "none", sentence) for one baseline, read from the gated metrics."""
+    """("worse" | "better" | "same" | "none", sentence) for one baseline.
+
+    Written only from the rows' verdicts (`ragwatch.decision.compare.decide_verdict`), never from their
+    deltas: a metric is named as regressed or improved only when its row says so, and the gated rows
+    decide better or worse. Rows that are neither (a judge scored by another model: not comparable; a
+    gated metric missing from this run) are named with their own verdict."""
     if not cmp.has_baseline:
         return "none", f"No {label} to compare with."
     gated = [r for r in cmp.rows if r.gated]
-    worse = [r.metric for r in gated if r.verdict in ("regressed", "not_comparable")]
-    better = [r.metric for r in gated if r.verdict == "improved"]
-    if worse:
-        return "worse", f"Worse than {label}: {', '.join(worse)} regressed" + (
-            f" (improved: {', '.join(better)})." if better else ".")
-    if better:
-        return "better", f"Better than {label}: {', '.join(better)} improved, nothing gated regressed."
-    undecided = [r.metric for r in gated if r.verdict == "inconclusive"]
-    if undecided:
-        return "same", f"No clear change vs {label} ({len(undecided)} gated metrics undecided: too few items?)."
-    return "same", f"Same as {label}: no gated metric changed beyond its allowed drop."
+    regressed = [r for r in gated if r.verdict == "regressed"]
+    improved = [r for r in gated if r.verdict == "improved"]
+    undecided = [r for r in gated if r.verdict == "inconclusive"]
+    attention = [r for r in cmp.rows if r.verdict == "not_comparable"] + [r for r in gated if r.verdict == "removed"]
+    if regressed:
+        kind, sentence = "worse", f"Worse than {label}: {_names(regressed)} regressed" + (
+            f" (improved: {_names(improved)})." if improved else ".")
+    elif improved:
+        kind, sentence = "better", f"Better than {label}: {_names(improved)} improved, nothing gated regressed."
+    elif undecided:
+        kind, sentence = "same", (f"No clear change vs {label} ({len(undecided)} gated metrics undecided: "
+                                  "too few items?).")
+    elif attention:
+        kind, sentence = "same", f"No gated metric changed vs {label} among those both runs could compare."
+    else:
+        kind, sentence = "same", f"Same as {label}: no gated metric changed beyond its allowed drop."
+    groups: dict[tuple[str, str], list[MetricComparison]] = {}
+    for r in attention:
+        groups.setdefault((r.verdict, r.note), []).append(r)
+    for (verdict, note), rows in groups.items():
+        sentence += f" {_NAMED[verdict].capitalize()}: {_names(rows)}" + (f" ({note})." if note else ".")
+    return kind, sentence
 
 
 def verdict_line(comparisons: Mapping[str, Comparison], gate: GateDecision | None) -> tuple[str, str]:
-    """(css class "bad" | "hold" | "ok" | "none", one line answering "better or worse?")."""
+    """(css class "bad" | "hold" | "ok" | "none", one line answering "better or worse?").
+
+    A run that could not be evaluated (gate status "not_evaluated": the system unreachable, the budget
+    reached, ...) is compared with nothing: its figures measure the failure, not the system."""
+    if gate is not None and gate.status == "not_evaluated":
+        return "hold", f"Could not evaluate this run: nothing is compared. Gate: {gate_label(gate)}."
     parts, kinds = [], []
     for label, cmp in comparisons.items():
         kind, sentence = comparison_verdict(cmp, label)
@@ -141,11 +170,30 @@ def verdict_line(comparisons: Mapping[str, Comparison], gate: GateDecision | Non
     return cls, " ".join(parts)
 
 
+_GATE_WORDS = {"promote": "PROMOTED", "no_baseline": "PROMOTED (first production baseline)",
+               "regressed": "NOT PROMOTED (regression)", "hold": "NOT PROMOTED (held: too little evidence)"}
+
+
 def gate_label(gate: GateDecision) -> str:
-    """The gate's decision in words: the same on the terminal, in Markdown and in HTML."""
-    return {"promote": "PROMOTED", "no_baseline": "PROMOTED (first production baseline)",
-            "regressed": "NOT PROMOTED (regression)",
-            "hold": "NOT PROMOTED (held: too little evidence)"}[gate.status]
+    """The gate's decision in words: the same on the terminal, in Markdown and in HTML. "not_evaluated"
+    names its cause (the decision's first reason), never "regression"."""
+    if gate.status == "not_evaluated":
+        return f"NOT EVALUATED ({gate.reasons[0]})" if gate.reasons else "NOT EVALUATED"
+    return _GATE_WORDS[gate.status]
+
+
+def scale_text(m: MetricResult | None) -> str:
+    """A metric's scale as the headline shows it, from its `MetricInfo` (never its name): "1-5", "0-1",
+    "0/1" for pass/fail items, "unbounded"; ", lower is better" when a fall is the improvement."""
+    if m is None:
+        return "-"
+    info = m.info
+    if info.scale is None:
+        text = "unbounded"
+    else:
+        low, high = (f"{v:g}" for v in info.scale)
+        text = f"{low}/{high}" if info.binary else f"{low}-{high}"
+    return text + ("" if info.higher_is_better else ", lower is better")
 
 
 def judge_warnings(metrics: Mapping[str, MetricResult]) -> list[str]:
@@ -200,8 +248,8 @@ def summary_text(metrics: Mapping[str, MetricResult], comparisons: Mapping[str, 
     _, line = verdict_line(comparisons, gate)
     rows = headline_rows(metrics, comparisons, names, unavailable)
     labels = list(comparisons)
-    head = ["metric", "value", "95% CI", "n"] + [f"vs {label}" for label in labels]
-    table = [head] + [[r.metric, _value(r), _ci(r.result), _n(r.result)]
+    head = ["metric", "scale", "value", "95% CI", "n"] + [f"vs {label}" for label in labels]
+    table = [head] + [[r.metric, scale_text(r.result), _value(r), _ci(r.result), _n(r.result)]
                       + [_delta_text(r.deltas[label]) for label in labels] for r in rows]
     widths = [max(len(row[i]) for row in table) for i in range(len(head))]
     out = [line, ""]
@@ -227,10 +275,11 @@ def summary_markdown(metrics: Mapping[str, MetricResult], comparisons: Mapping[s
     rows = headline_rows(metrics, comparisons, names, unavailable)
     labels = list(comparisons)
     out = [f"**{md_cell(line)}**", "",
-           "| metric | value | 95% CI | n | " + " | ".join(f"vs {md_cell(x)}" for x in labels) + " |",
-           "|---|---|---|---|" + "---|" * len(labels)]
+           "| metric | scale | value | 95% CI | n | " + " | ".join(f"vs {md_cell(x)}" for x in labels) + " |",
+           "|---|---|---|---|---|" + "---|" * len(labels)]
     for r in rows:
-        cells = [md_cell(r.metric), _value(r), _ci(r.result), _n(r.result)] + [_delta_text(r.deltas[x]) for x in labels]
+        cells = [md_cell(r.metric), scale_text(r.result), _value(r), _ci(r.result), _n(r.result)]
+        cells += [_delta_text(r.deltas[x]) for x in labels]
         out.append("| " + " | ".join(cells) + " |")
     warnings = (gate.flags if gate is not None else []) + judge_warnings(metrics)
     if warnings:

@@ -426,7 +426,10 @@ def test_summary_text_is_what_run_py_prints_first():
     lines = text.splitlines()
     assert lines[0].startswith("Worse than production: faithfulness regressed")
     assert lines[0].endswith("Gate: NOT PROMOTED (regression).")
-    assert lines[2].split() == ["metric", "value", "95%", "CI", "n", "vs", "production"]
+    assert lines[2].split() == ["metric", "scale", "value", "95%", "CI", "n", "vs", "production"]
+    # each metric's scale from its MetricInfo: 0-1 for faithfulness, pass/fail and lower-better for e2e
+    assert lines[4].split()[:2] == ["faithfulness", "0-1"]
+    assert lines[5].startswith("e2e_failure_rate  0/1, lower is better")
     faith = next(line for line in lines if line.startswith("faithfulness"))
     row = cmp.row("faithfulness")
     assert f"{row.diff:+.3f} [{row.diff_low:+.3f}, {row.diff_high:+.3f}] regressed" in faith
