@@ -88,7 +88,10 @@ def _rows(model: type[BaseModel], path: str, where: dict[type[BaseModel], str]
             target = where.get(sub, f"{key}[]" if _is_list(field.annotation) else key)
             nested.append((target, sub))
             type_text = f"{type_text} ([`{target}`](#{_anchor(target)}))"
-        rows.append((name, type_text, _default(field, sub), " ".join(field.description.split())))
+        default = _default(field, sub)
+        if model is JudgesConfig and name == "enabled":  # registration order follows import order: sort it
+            default = f"`{json.dumps(sorted(registry.default_names()))}`"
+        rows.append((name, type_text, default, " ".join(field.description.split())))
     return rows, nested
 
 
@@ -111,7 +114,7 @@ def _judges_blocks(where: dict[type[BaseModel], str]) -> str:
     defaults = registry.default_names()
     out = ['<a id="judge-options"></a>', "", "## Judge options", "",
            "Every registered judge, the name to list in `evaluate.judges.enabled`, and its options block "
-           f"`evaluate.judges.<name>`. A config that sets no `enabled` list runs: {', '.join(defaults)}.", ""]
+           f"`evaluate.judges.<name>`. A config that sets no `enabled` list runs: {', '.join(sorted(defaults))}.", ""]
     for name in registry.names():
         options = registry.spec(name).options
         rows, _ = _rows(options, f"evaluate.judges.{name}", where)
