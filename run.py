@@ -10,6 +10,7 @@
     python run.py schedule add|list|remove|serve
     python run.py watch [--once]       evaluate on every change of the system under test
     python run.py dashboard            the local ZenML dashboard on 127.0.0.1
+    python run.py config show [PIPELINE] the resolved config, each value with the file it came from
 
 `ragwatch` (after `pip install -e .`) is the same command. Relative paths inside a config file
 resolve against that file's directory; reports go to reports/ under the current directory (or the
@@ -129,6 +130,13 @@ def build_parser() -> argparse.ArgumentParser:
     _add_config(watch, "configs/full.yaml")
     watch.add_argument("--interval", type=float, default=60.0, help="seconds between checks (default 60)")
     watch.add_argument("--once", action="store_true", help="check once and exit (for cron and CI)")
+
+    config = commands.add_parser("config", help="show the resolved configuration of a run")
+    config_actions = config.add_subparsers(dest="action", metavar="ACTION", required=True)
+    show = config_actions.add_parser("show", help="every key, its value and where it came from (a file or the "
+                                                  "default)")
+    show.add_argument("pipeline", nargs="?", default="full", choices=["ingest", "testset", "evaluate", "full"])
+    show.add_argument("--config", help="YAML config file (default: the bundled configs/<pipeline>.yaml)")
 
     dashboard = commands.add_parser("dashboard", help="the local ZenML dashboard on 127.0.0.1")
     dashboard.add_argument("--port", type=int, default=8237)
@@ -308,6 +316,11 @@ def main(argv: list[str] | None = None) -> int:
             return cmd_schedule(args)
         if args.command == "watch":
             return cmd_watch(args.config, args.interval, args.once)
+        if args.command == "config":
+            from ragwatch.config_show import show_config
+
+            print(show_config(args.config or PROJECT_ROOT / "configs" / f"{args.pipeline}.yaml", args.pipeline))
+            return 0
         from orchestration.dashboard import run_dashboard
 
         return run_dashboard(args.port, args.duration)

@@ -35,53 +35,74 @@ RetrievalMode = Literal["vector", "bm25", "hybrid"]
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
 
 class CorpusSettings(_Strict):
     """Where the documents are: files, directories or globs (relative: to the config file's directory)."""
 
     paths: list[str] = Field(default_factory=list)
+    """Files, directories (recursive) or globs of your documents; relative to this config file."""
 
 
 class IngestConfig(_Strict):
     corpus: CorpusSettings = Field(default_factory=CorpusSettings)
+    """Where the documents are."""
     chunking: ChunkingSettings = Field(default_factory=ChunkingSettings)
+    """How documents are cut into chunks."""
     embedding: EmbeddingSettings = Field(default_factory=EmbeddingSettings)
+    """The embedding model of the index."""
     bm25: BM25Settings = Field(default_factory=BM25Settings)
+    """The lexical (BM25) side of the index."""
 
 
 class RetrievalEvalSettings(_Strict):
     modes: list[RetrievalMode] = Field(default_factory=lambda: ["vector", "bm25", "hybrid"])
+    """Retrieval modes whose rankings are measured against the labels."""
     ks: list[int] = Field(default_factory=lambda: [1, 3, 5, 10])
+    """Cut-offs k at which hit rate, recall, nDCG, ... are reported."""
     match: MatchSettings = Field(default_factory=MatchSettings)
+    """How a retrieved chunk is matched against a question's labels."""
 
 
 class SystemUnderTest(_Strict):
     """The RAG system being evaluated; it is versioned as a ZenML model named `model_name`."""
 
     model_name: str = "ragwatch-rag"
+    """The ZenML model that versions the system under test (its baselines live there)."""
     rag: RagSettings = Field(default_factory=RagSettings)
+    """Which system answers (built-in, callable, HTTP) and how the built-in one retrieves."""
     generator: LLMSettings = Field(default_factory=LLMSettings)
+    """The built-in system's answering LLM."""
 
 
 class E2ESettings(_Strict):
     """Handcrafted keyword tests (`ragwatch/checks/e2e.py`); none unless `tables` names a YAML file."""
 
     enabled: bool = True
+    """Run the handcrafted keyword tests (when `tables` names a file)."""
     tables: str | None = None
+    """YAML file of keyword-test tables (see configs/e2e_tests.yaml); relative to this config file."""
 
 
 class EvaluateConfig(_Strict):
     system: SystemUnderTest = Field(default_factory=SystemUnderTest)
+    """The system under test."""
     retrieval: RetrievalEvalSettings = Field(default_factory=RetrievalEvalSettings)
+    """Retrieval metrics over the index, per mode and k."""
     e2e: E2ESettings = Field(default_factory=E2ESettings)
+    """Handcrafted keyword tests."""
     judges: JudgesConfig = Field(default_factory=JudgesConfig)
+    """Which judges score the answers, with which judge LLM."""
     # More judge models run on the same items, compared with `judges.llm` in one agreement table.
     judge_panel: list[LLMSettings] = Field(default_factory=list)
+    """More judge models run on the same items and compared with `judges.llm` in one agreement table."""
     gate: GateThresholds = Field(default_factory=GateThresholds)
+    """When a new run may be promoted over production."""
     report: ReportSettings = Field(default_factory=ReportSettings)  # headline metrics, per-item caps
+    """What the report's first screen shows."""
     promote: bool = True
+    """Promote the system's model version to production when the gate passes."""
 
 
 class FullConfig(_Strict):
@@ -99,10 +120,15 @@ class FullConfig(_Strict):
     )
 
     ingest: IngestConfig = Field(default_factory=IngestConfig)
+    """Documents to chunks to index (`run.py ingest`)."""
     testset: EvalSetConfig = Field(default_factory=EvalSetConfig)
+    """The evaluation set: synthetic pairs and imported labelled sets (`run.py testset`)."""
     evaluate: EvaluateConfig = Field(default_factory=EvaluateConfig)
+    """The system under test, the judges, the gate and the report (`run.py evaluate`)."""
     retrieval_only: bool = False
+    """Evaluate retrieval alone with no LLM at all (no synthetic pairs, answers, keyword tests or judges)."""
     reports_dir: str | None = None
+    """Where the HTML reports go (default: `reports/` under the current directory)."""
 
     @model_validator(mode="after")
     def _retrieval_only_calls_no_llm(self) -> FullConfig:

@@ -2,7 +2,8 @@
 
 A file may start with `include: [other.yaml, ...]` (paths relative to it): the included files are
 merged first, then the file's own keys override them, recursively for mappings. Unknown keys are
-errors that name the key and the file. Relative paths under the model's `PATH_KEYS` (dotted keys;
+errors that name the key and the file. `read_yaml(..., sources={})` also records which file set
+each key (its provenance: `python run.py config show`). Relative paths under the model's `PATH_KEYS` (dotted keys;
 lists are walked) resolve against the directory of the file that sets them, before merging.
 
 Example:
@@ -68,9 +69,14 @@ def _resolve(node: Any, parts: list[str], base: Path) -> None:
 
 
 def read_yaml(
-    path: str | Path, _seen: tuple[Path, ...] = (), *, path_keys: Sequence[str] = ()
+    path: str | Path, _seen: tuple[Path, ...] = (), *, path_keys: Sequence[str] = (),
+    sources: dict[str, str] | None = None,
 ) -> dict[str, Any]:
-    """Read a YAML mapping, resolving `include:` lists and the relative paths at `path_keys`."""
+    """Read a YAML mapping, resolving `include:` lists and the relative paths at `path_keys`.
+
+    With `sources`, it is filled with the dotted key of every value set -> the file that set it last
+    (a list or a scalar is one value; a mapping merges key by key, as `deep_merge` does).
+    """
     path = Path(path).expanduser().resolve()
     if path in _seen:
         raise ConfigError(f"{path}: include cycle through {' -> '.join(str(p) for p in _seen)}")
@@ -89,8 +95,27 @@ def read_yaml(
     resolve_paths(data, path_keys, path.parent)
     merged: dict[str, Any] = {}
     for include in includes:
-        merged = deep_merge(merged, read_yaml(path.parent / include, (*_seen, path), path_keys=path_keys))
+        merged = deep_merge(merged, read_yaml(path.parent / include, (*_seen, path), path_keys=path_keys,
+                                              sources=sources))
+    if sources is not None:  # after the includes: the file's own keys override theirs, as in the merge
+        record_sources(data, str(path), sources)
     return deep_merge(merged, data)
+
+
+def record_sources(data: dict[str, Any], source: str, sources: dict[str, str], prefix: str = "") -> None:
+    """Note `source` as the origin of every value in `data`, replacing what it overrides."""
+    for key, value in data.items():
+        dotted = f"{prefix}.{key}" if prefix else str(key)
+        if isinstance(value, dict):
+            if value:
+                sources.pop(dotted, None)  # a mapping over a scalar replaces it; over a mapping it merges
+                record_sources(value, source, sources, dotted)
+            elif not any(k == dotted or k.startswith(dotted + ".") for k in sources):
+                sources[dotted] = source  # an empty mapping merges nothing into an existing one
+            continue
+        for below in [k for k in sources if k.startswith(dotted + ".")]:
+            del sources[below]  # a scalar or a list replaces the whole subtree
+        sources[dotted] = source
 
 
 def _check_keys(data: Any, path: Path, where: str = "") -> None:

@@ -25,23 +25,36 @@ DEFAULT_DATASET = "data/sample/eval/halueval_general_sample.jsonl"
 class CalibrationSettings(BaseModel):
     """What `python run.py calibrate` runs. Relative dataset paths resolve against the repo root."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
     dataset: str = DEFAULT_DATASET
+    """The labelled file to measure the judge on; relative paths resolve against the repository root."""
     format: Literal["auto", "jsonl", "halueval"] = "auto"
+    """auto, jsonl (generic, ragas, LlamaIndex columns) or halueval."""
     limit: int | None = Field(default=60, ge=1)
+    """Judge at most this many items."""
     seed: int = 0
+    """Seed of the sample."""
     balanced: bool = False  # sample 50/50 instead of keeping the set's label proportions
+    """Sample 50/50 by label instead of the set's proportions."""
     judge: Literal["auto", "support", "faithfulness"] = "auto"
+    """Which judge path: support (claim vs context), faithfulness (answer statements), or auto."""
     threshold: float = Field(default=0.5, ge=0, le=1)
+    """P(yes) cut-off of the weighted mode."""
     use_logprobs: bool = True
+    """Read P(yes) from the judge's token logprobs."""
     # faithfulness: the labelled answer's sentences as statements, grouped into at most this many; 1 (the
     # default) judges it as one statement, the unit its label was given for (a RAG answer statement, a claim)
     max_statements: int = Field(default=1, ge=1, le=50)
+    """faithfulness: statements per labelled answer (1: the unit its label was given for)."""
     max_context_tokens: int = Field(default=1500, ge=50)
+    """Context tokens shown to the judge at most."""
     llm: LLMSettings = Field(default_factory=lambda: LLMSettings(max_tokens=96))  # the judge's, as `judges.llm`
+    """The judge LLM (as `judges.llm`)."""
     resamples: int = Field(default=2000, ge=100)
+    """Bootstrap resamples of each interval."""
     tune_threshold: bool = True  # choose the weighted-mode threshold on one half, report it on the other
+    """Choose the weighted-mode cut-off on one half and report it on the other."""
 
 
 def resolve_dataset(path: str) -> Path:

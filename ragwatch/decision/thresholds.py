@@ -36,15 +36,21 @@ class GateThresholds(BaseModel):
         ...                gated_metrics=["system/hit_rate", "faithfulness"], inconclusive="min_n", min_n=30)
     """
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
     default_allowed_drop: float = Field(0.0, ge=0.0)
+    """How much a gated metric may drop, in its own units, before it counts as a regression."""
     per_metric: dict[str, float] = Field(default_factory=dict)
+    """Allowed drop per metric name (exact, prefix or glob)."""
     gated_metrics: list[str] | None = None  # None: every metric present in both runs
+    """Metrics that decide the promotion (exact, prefix or glob); null: every metric in both runs."""
     inconclusive: InconclusiveRule = "min_n"
+    """Undecided gated metrics: promote, hold, or min_n (hold when fewer than `min_n` items were compared)."""
     min_n: int = Field(30, ge=2)
+    """Items compared below which an undecided metric holds (`inconclusive: min_n`)."""
     # a judge whose measured agreement with labels of its kind is below this kappa is shown, not gated
     min_judge_kappa: float = Field(0.6, ge=-1.0, le=1.0)
+    """A judge whose measured agreement (Cohen's kappa) is below this is shown, not gated."""
 
     @model_validator(mode="before")
     @classmethod

@@ -22,18 +22,25 @@ class EvalSetConfig(BaseModel):
     """How the evaluation set is made: synthetic pairs, imported labelled sets, or both (the `testset:`
     block of a pipeline config)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
     synthetic: bool = True
+    """Generate question/answer pairs from sampled chunks of the index."""
     generator: LLMSettings = Field(default_factory=LLMSettings)
+    """The LLM that writes synthetic pairs and reference answers."""
     testset: TestsetSettings = Field(default_factory=TestsetSettings)
+    """How chunks are sampled and synthetic questions filtered."""
     imports: list[ImportSettings] = Field(default_factory=list)
+    """Labelled sets to import (JSONL, CSV, LlamaIndex, Hugging Face on disk, ...)."""
     # The ZenML guide's question -> page pairs (they fit the bundled sample corpus; its config sets them).
     handwritten_retrieval_cases: str | None = None
+    """JSON file of handwritten question -> page cases (retrieval only); relative to this config file."""
     zenml_qa: str | None = None
+    """JSONL of labelled ZenML questions (the bundled sample's format); relative to this config file."""
     # Imported questions with a source passage but no answer get a reference answer written by the
     # generator from that passage (ragwatch/evalset/references.py), so answer-level metrics score them too.
     write_reference_answers: bool = False
+    """Have the generator write a reference answer for imported questions that carry a passage but no answer."""
 
 
 def import_labelled_samples(config: EvalSetConfig) -> tuple[list[EvalSample], dict[str, Any]]:

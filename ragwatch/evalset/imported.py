@@ -48,16 +48,24 @@ class ColumnMap(BaseModel):
     The defaults match what `export_jsonl` writes, so an exported file imports back unchanged.
     """
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
     question: str = "question"
+    """Column of the question."""
     reference_answer: str | None = "reference_answer"
+    """Column of the reference answer (null: none)."""
     relevant: str | None = "relevant"
+    """Column of the relevant items (documents, URLs, chunk ids or passages)."""
     relevant_kind: str | None = None  # a column naming each row's relevance kind
+    """Column naming each row's relevance kind (overrides `relevance_kind`)."""
     contexts: str | None = "reference_contexts"
+    """Column of the reference passages."""
     id: str | None = "id"
+    """Column of the question id."""
     kind: str | None = "kind"
+    """Column of the question kind."""
     metadata: str | None = "metadata"
+    """Column of a metadata mapping."""
 
 
 class ImportSettings(BaseModel):
@@ -72,19 +80,30 @@ class ImportSettings(BaseModel):
     A relative `path` in a config file resolves against the config file's directory.
     """
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
     format: ImportFormat
+    """How the file is laid out."""
     path: str
+    """The file or directory to import; relative to this config file."""
     columns: ColumnMap = Field(default_factory=ColumnMap)
+    """Which column holds each field."""
     relevance_kind: RelevanceKind = "text"
+    """What a plain relevant value names: a document, a URL, a chunk id or a passage (text)."""
     list_separator: str = "|"
+    """Separator of list cells in CSV (JSON arrays also work)."""
     split: str | None = None  # for a Hugging Face DatasetDict on disk
+    """Split of a Hugging Face DatasetDict on disk."""
     keep_extra_columns: bool = True  # unmapped columns go into sample metadata
+    """Keep unmapped columns in each sample's metadata."""
     require_relevance: bool = False  # skip rows without a relevant value (retrieval-only sets)
+    """Skip rows without a relevant value (retrieval-only sets)."""
     limit: int | None = Field(default=None, ge=1)
+    """Keep the first n usable rows."""
     sample: int | None = Field(default=None, ge=1)
+    """Then keep a seeded random n of them (in file order)."""
     seed: int = 0
+    """Seed of `sample`."""
 
 
 class ImportReport(BaseModel):

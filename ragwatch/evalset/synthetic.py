@@ -63,24 +63,38 @@ class TestsetSettings(BaseModel):
     """
 
     __test__ = False  # not a pytest test class despite its name
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
     n_chunks: int = Field(8, ge=1)
+    """Chunks sampled for synthetic questions, stratified by document."""
     questions_per_chunk: int = Field(2, ge=1, le=10)
+    """Questions asked per sampled chunk."""
     kinds: list[QuestionKind] = Field(default_factory=lambda: ["factual", "numeric", "multi_sentence"])
+    """Question kinds, cycled over the questions in order (repeat a kind to weight it)."""
     seed: int = 0
+    """Seed of the chunk sample."""
     # sampling
     min_chunk_tokens: int = Field(40, ge=0)
+    """Chunks shorter than this are not sampled."""
     max_code_fraction: float = Field(0.4, ge=0.0, le=1.0)  # skip chunks mostly code/tables (by chars)
+    """Chunks with more than this share of code or tables (by characters) are not sampled."""
     # filters
     dedup_threshold: float = Field(0.92, gt=0.0, le=1.0)  # cosine of question embeddings
+    """Questions whose embedding cosine to an earlier one reaches this are dropped as near duplicates."""
     min_question_chars: int = Field(12, ge=1)
+    """Shortest question kept."""
     max_question_chars: int = Field(300, ge=10)
+    """Longest question kept."""
     min_answer_chars: int = Field(2, ge=1)
+    """Shortest answer kept."""
     max_answer_chars: int = Field(600, ge=10)
+    """Longest answer kept."""
     verbatim_overlap: int = Field(10, ge=3)  # longest word n-gram a question may share with its chunk
+    """Longest run of words a question may share with its chunk (longer: a copy, dropped)."""
     llm_answerability_check: bool = False
+    """One more call per pair: drop questions the LLM finds not answerable from their chunk."""
     max_tokens: int = Field(600, ge=64)  # bound of one generation reply
+    """Most tokens of one generation reply."""
 
     @field_validator("kinds")
     @classmethod

@@ -24,12 +24,16 @@ class BM25Settings(BaseModel):
     """Which BM25 runs. The default is the standard one (as Lucene's EnglishAnalyzer and bm25s):
     Snowball English stemming and Lucene's 33 English stop words. `none` turns either off."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
     stemmer: Literal["snowball", "none"] = "snowball"
+    """Snowball English stemming, or none."""
     stopwords: Literal["english", "none"] = "english"
+    """Lucene's 33 English stop words removed, or none."""
     k1: float = Field(default=1.5, ge=0)
+    """BM25 term-frequency saturation."""
     b: float = Field(default=0.75, ge=0, le=1)
+    """BM25 document-length normalisation (0 = none, 1 = full)."""
 
     def describe(self) -> str:
         """One line for reports, e.g. 'BM25 (Lucene, k1=1.5, b=0.75), Snowball English stemmer, ...'."""

@@ -41,15 +41,22 @@ class EmbeddingSettings(BaseModel):
     takes the vectors of unchanged chunks from the previous index of the same model.
     """
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
     model: str = DEFAULT_EMBEDDING_MODEL
+    """`local/<name>` (packaged ONNX model, offline) or any litellm embedding model string."""
     batch_size: int = Field(default=32, ge=1)
+    """Texts embedded per call."""
     api_base: str | None = None
+    """Base URL of a remote embedding server."""
     api_key_env: str | None = None
+    """Name of the environment variable that holds the API key (the key is never stored)."""
     max_input_tokens: int | None = Field(default=None, ge=1)
+    """Input window of a remote model (local models know theirs); chunks are checked against it."""
     extra: dict[str, Any] = Field(default_factory=dict)
+    """Extra arguments forwarded to `litellm.embedding` (remote models only)."""
     reuse_vectors: bool = True
+    """Take vectors of unchanged chunks from the latest index of the same model."""
 
 
 class EmbeddingError(RuntimeError):

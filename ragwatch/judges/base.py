@@ -67,10 +67,12 @@ class FewShotExample(BaseModel):
     reason + verdict, feedback + score for the Prometheus family).
     """
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
     input: dict[str, Any]
+    """The judge's data fields of the example (question, answer, contexts, ...)."""
     output: dict[str, Any]
+    """The reply the judge should give for it."""
 
 
 class Judge(Protocol):

@@ -36,12 +36,16 @@ class JudgesConfig(BaseModel):
     """Which judges run, with which judge LLM, and each judge's options (a block named after it)."""
 
     # judge option blocks are the extra keys; `_check_blocks` validates each against its judge
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", use_attribute_docstrings=True)
 
     llm: LLMSettings = Field(default_factory=LLMSettings)
+    """The judge LLM every LLM judge uses."""
     enabled: list[str] = Field(default_factory=registry.default_names)
+    """Judges that run, in order (built-in names or `custom` names)."""
     use_logprobs: bool = False
+    """Probability-weighted scores from the judge's token logprobs, next to the greedy ones."""
     custom: list[CustomRubric] = Field(default_factory=list)
+    """Your own 1-5 judges declared in YAML."""
 
     @model_validator(mode="after")
     def _check_blocks(self) -> JudgesConfig:

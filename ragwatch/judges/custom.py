@@ -41,17 +41,26 @@ _NAME = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
 class CustomRubric(BaseModel):
     """One custom 1-5 judge as written in YAML."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
     name: str
+    """The metric's name (list it in `judges.enabled`)."""
     criteria: str
+    """What the judge assesses, in one or two sentences."""
     rubric: dict[int, str]
+    """Score 1..5 -> what that score means."""
     threshold: float | None = Field(default=None, ge=1, le=5)
+    """Scores at or above it pass (null: no pass/fail reading)."""
     needs_reference: bool = False
+    """Show the judge the reference answer."""
     needs_contexts: bool = False
+    """Show the judge the retrieved contexts."""
     higher_is_better: bool = True
+    """Direction of the score for the gate."""
     prompt_family: PromptFamily = "json"
+    """Prompt style: json (reasoning + score) or prometheus (feedback + score)."""
     few_shot: list[FewShotExample] = Field(default_factory=list)
+    """Worked examples shown before each item."""
 
     @field_validator("name")
     @classmethod

@@ -105,13 +105,21 @@ def answer_statements(answer: str, max_statements: int) -> list[str]:
 
 class FaithfulnessOptions(JudgeOptions):
     statements: StatementSource = "llm"
+    """sentences: the answer's sentences are the statements (no call); llm: the judge extracts claims."""
     max_statements: int = Field(default=8, ge=1, le=50)
+    """Statements per answer at most (more are grouped)."""
     max_context_tokens: int = Field(default=1500, ge=50)
+    """Context tokens the batched/per_statement verifiers read at most."""
     verify: VerifyChoice = "evidence"
+    """evidence: each statement against its best context sentences (calibrated); batched, per_statement: all
+    contexts (the verifiers until v4)."""
     sentences_per_statement: int = Field(default=4, ge=1, le=20)  # evidence: context sentences shown per statement
+    """evidence: context sentences shown per statement."""
     # P(supported) cut-off with logprobs; None: the judge model's calibrated cut-off, else 0.5
     support_threshold: float | None = Field(default=None, ge=0, le=1)
+    """P(supported) cut-off; null: the judge model's calibrated cut-off, else 0.5."""
     few_shot: list[FewShotExample] = Field(default_factory=list)
+    """Worked examples shown before each item."""
 
 
 class FaithfulnessJudge(LLMJudge):

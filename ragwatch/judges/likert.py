@@ -68,8 +68,11 @@ class LikertOptions(JudgeOptions):
     """The YAML block of a 1-5 judge; `threshold: null` means no pass/fail reading."""
 
     threshold: float | None = Field(default=4.0, ge=1, le=5)
+    """Scores at or above it pass (null: no pass/fail reading)."""
     prompt_family: PromptFamily = "json"
+    """Prompt style: json (reasoning + score) or prometheus (feedback + score)."""
     few_shot: list[FewShotExample] = Field(default_factory=list)
+    """Worked examples shown before each item."""
 
 
 class LikertVerdict(BaseModel):

@@ -38,6 +38,7 @@ Source = Literal["auto", "generation", "rescore"]
 class PerplexityOptions(JudgeOptions):
     # auto: the logprobs captured at generation time, else rescore the answer with the generator
     source: Source = "auto"
+    """auto: logprobs captured at generation, else rescore with the generator; generation or rescore to force one."""
 
 
 class PerplexityJudge(LLMJudge):

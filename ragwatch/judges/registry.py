@@ -25,7 +25,7 @@ from pydantic import BaseModel, ConfigDict
 class JudgeOptions(BaseModel):
     """Base of every judge's options block; an unknown key is an error naming it."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
 
 @dataclass

@@ -48,6 +48,7 @@ SYSTEM = (
 
 class FewShotOptions(JudgeOptions):
     few_shot: list[FewShotExample] = Field(default_factory=list)
+    """Worked examples shown before each item."""
 
 
 class RelevanceVerdict(BaseModel):

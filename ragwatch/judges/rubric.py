@@ -138,7 +138,9 @@ def _precheck(answer: RagAnswer) -> str | None:
 
 class RubricOptions(JudgeOptions):
     prompt_family: PromptFamily = "json"
+    """Prompt style: json (reasoning + score) or prometheus (feedback + score)."""
     few_shot: list[FewShotExample] = Field(default_factory=list)
+    """Worked examples shown before each item."""
 
 
 class RubricJudge(LLMJudge):

@@ -25,6 +25,7 @@ from ragwatch.types import EvalSample, RagAnswer
 
 class SimilarityOptions(JudgeOptions):
     threshold: float | None = Field(default=None, ge=-1, le=1)
+    """Cosine at or above which an answer passes (null: no pass/fail reading)."""
 
 
 class SimilarityJudge(LLMJudge):

@@ -61,10 +61,13 @@ def open_prompt(question: str, response: str) -> str:
 class SupportOptions(JudgeOptions):
     # P(yes) cut-off of the verdict; None: the judge model's declared threshold, else 0.5
     support_threshold: float | None = Field(default=None, ge=0, le=1)
+    """P(yes) cut-off of the verdict; null: the judge model's declared threshold, else 0.5."""
     max_context_tokens: int = Field(default=1500, ge=50)
+    """Context tokens shown to the judge at most."""
     # greedy: the reply's verdict token decides even with logprobs, so that `calibrate` can compare it
     # with P(yes) (its weighted mode) and choose a cut-off
     verdict: Literal["cutoff", "greedy"] = "cutoff"
+    """cutoff: P(yes) against the cut-off decides; greedy: the reply's verdict token decides."""
 
     @model_validator(mode="after")
     def _one_rule(self) -> SupportOptions:

@@ -22,33 +22,56 @@ class LLMSettings(BaseModel):
     API keys are never stored here: `api_key_env` names the environment variable that holds one.
     """
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
     model: str = DEFAULT_MODEL
+    """Any litellm model string (`gpt-4o-mini`, `ollama/...`, `openai/<name>`); `local/<name>` runs in-process."""
     api_base: str | None = None
+    """Base URL of the model's server (Ollama, vLLM, an OpenAI-compatible proxy)."""
     api_key_env: str | None = None
+    """Name of the environment variable that holds the API key (the key is never stored)."""
     temperature: float = 0.0
+    """Sampling temperature (0: greedy)."""
     max_tokens: int = 512
+    """Most tokens of one reply."""
     seed: int | None = 0
+    """Sampling seed, where the provider honours one."""
     timeout_s: float = 120.0
+    """Seconds before one call times out."""
     max_retries: int = 4
+    """Retries of a failed call (429, 5xx, timeouts) before the item fails."""
     max_repairs: int = 2
+    """Re-asks when a structured reply does not validate, before the item fails."""
     retry_base_s: float = 1.0  # first backoff delay; doubles per retry, with full jitter
+    """First backoff delay in seconds; doubles per retry, with jitter."""
     retry_max_s: float = 30.0  # cap of one backoff delay (a Retry-After header may ask for longer)
+    """Cap of one backoff delay in seconds."""
     concurrency: int = 4  # calls in flight at most; 429s lower it for a while (see ragwatch/llm/limiter.py)
+    """Calls in flight at most (local models: sequences decoded together)."""
     rpm: float | None = Field(default=None, gt=0)  # the provider's requests-per-minute quota, if it has one
+    """The provider's requests-per-minute quota, if it has one."""
     tpm: float | None = Field(default=None, gt=0)  # ... and tokens per minute (prompt + max_tokens, settled)
+    """The provider's tokens-per-minute quota, if it has one."""
     cache: bool = True
+    """Keep every reply in the LLM cache, so a repeated request is free."""
     cache_dir: str | None = None
+    """Where the LLM cache lives (default: the ragwatch cache directory)."""
     # the most this role may spend in one run (litellm's prices); calls past it fail explicitly
     budget_usd: float | None = Field(default=None, gt=0)
+    """The most this role may spend in one run (litellm's prices); calls past it fail explicitly."""
     # each stage's calls as one provider batch (OpenAI, Azure, ...: half the price, replies within 24 h)
     batch: bool = False
+    """Send each stage's uncached calls as one provider batch (half the price, replies within 24 h)."""
     batch_poll_s: float = Field(default=30.0, gt=0)  # seconds between status checks of a batch
+    """Seconds between status checks of a provider batch."""
     batch_timeout_s: float = Field(default=86400.0, gt=0)  # give up waiting (the batch stays; a re-run picks it up)
+    """Seconds to wait for a batch (it stays with the provider; a re-run picks it up)."""
     logprobs: bool = False
+    """Ask for token logprobs with every reply."""
     top_logprobs: int = 0
+    """Alternatives returned per token with logprobs."""
     extra: dict[str, Any] = Field(default_factory=dict)
+    """Extra arguments forwarded to litellm's completion call."""
 
     @model_validator(mode="after")
     def _batch_needs_a_provider(self) -> LLMSettings:

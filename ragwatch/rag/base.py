@@ -34,22 +34,36 @@ class HttpSettings(BaseModel):
     lands in a config file or a fingerprint.
     """
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
     url: str
+    """The endpoint that answers one question per POST (http:// or https://)."""
     timeout_s: float = 60.0
+    """Seconds before one request times out (then retried)."""
     max_retries: int = 3
+    """Retries on 408/429/5xx, timeouts and connection errors before the item fails."""
     backoff_s: float = 0.5
+    """First backoff delay in seconds; doubles per retry (a Retry-After header wins)."""
     concurrency: int = 4
+    """Requests in flight at most."""
     question_field: str = "question"
+    """JSON key of the question in the request body."""
     extra_body: dict[str, Any] = Field(default_factory=dict)
+    """Constant keys added to every request body."""
     answer_field: str = "answer"
+    """Dotted path of the answer in the reply (`data.answer`)."""
     contexts_field: str | None = "contexts"
+    """Dotted path of the contexts list in the reply (null: the system reports none)."""
     context_text_field: str = "text"
+    """Key of a context object's text."""
     context_id_field: str = "id"
+    """Key of a context object's id."""
     context_source_field: str = "source"
+    """Key of a context object's source (document, URL)."""
     context_score_field: str = "score"
+    """Key of a context object's retrieval score."""
     headers_env: dict[str, str] = Field(default_factory=dict)
+    """Request header -> name of the environment variable holding its value (no secret in the config)."""
 
     @field_validator("url")
     @classmethod
@@ -69,16 +83,23 @@ class HttpSettings(BaseModel):
 class RagSettings(BaseModel):
     """Which system answers the questions, and how the built-in one retrieves and prompts."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
     kind: Literal["builtin", "callable", "http"] = "builtin"
+    """Who answers: the built-in system over the index, your Python callable, or your HTTP endpoint."""
     retrieval_mode: RetrievalMode = "hybrid"
+    """Built-in system: vector, BM25 or hybrid (reciprocal rank fusion) retrieval."""
     top_k: int = 5
+    """Built-in system: contexts retrieved per question."""
     prompt_template: str = DEFAULT_PROMPT_TEMPLATE
+    """Built-in system: the prompt, with `{context}` and `{question}` slots."""
     # ~4 characters per token: 6000 characters keep the prompt near 1.6k tokens, inside small windows
     max_context_chars: int = 6000
+    """Built-in system: contexts are cut to this many characters in the prompt."""
     callable: str | None = None
+    """kind callable: `package.module:function` taking a question."""
     http: HttpSettings | None = None
+    """kind http: the endpoint and the shape of its request and reply."""
 
     @field_validator("top_k", "max_context_chars")
     @classmethod

@@ -41,10 +41,12 @@ class ReportSettings(BaseModel):
     in the `eval_results` artifact.
     """
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
     headline: list[str] = Field(default_factory=lambda: list(DEFAULT_HEADLINE))
+    """Metrics on the report's first screen and the printout (exact, prefix or glob)."""
     max_items: int = Field(200, ge=1)
+    """Most items listed per per-item section (all stay in `eval_results`)."""
 
 
 @dataclass

@@ -48,13 +48,18 @@ class MatchSettings(BaseModel):
     whose labels are documents/URLs and chunks otherwise.
     """
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
     on: MatchOn = "auto"
+    """Which label kind is matched: auto (one per question: document/url, chunk_id, text), or a fixed one."""
     rank_unit: RankUnit = "auto"
+    """Rank documents (each at its best chunk), chunks, or auto (documents for document/URL labels)."""
     url_rewrites: list[tuple[str, str]] = Field(default_factory=list)
+    """`[old, new]` string replacements applied in order to URLs and document paths before matching."""
     aliases: dict[str, str] = Field(default_factory=dict)
+    """Path of a copy -> the indexed file that holds the same content."""
     text_overlap: float = 0.5
+    """Share of tokens a chunk and a text label must share (either way) to match."""
 
     @field_validator("text_overlap")
     @classmethod
