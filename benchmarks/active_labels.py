@@ -10,9 +10,10 @@ each design, and computes the prediction-powered estimate of the readers' mean i
 - active: `ragwatch.statistics.active` (probability proportional to the item's label spread,
   `ragwatch.review.spread`, with a uniform floor), the design `review serve` and `review export` use.
 The truth is the readers' mean item faithfulness over all the labelled answers (what the run's items
-are a sample of). Reported per design and n: mean interval width, coverage, the root mean squared
-error and the bias of the estimate. The width carries the sampling of the run's N items too, which
-no labelling reduces (about 2 * 1.96 * sd(y) / sqrt(N)); the RMSE shows what the labels themselves buy.
+are a sample of). Reported per design and n: mean interval width, coverage and bias, and the root
+mean squared error of the estimate around the simulated run's own mean label. The width carries
+the sampling of the run's N items too, which no labelling reduces (about 2 * 1.96 * sd(y) / sqrt(N));
+the RMSE shows what the labels themselves buy.
 
 The judge's item score is the mean P(supported) of its statements (`--score mean`, the level
 estimate) or the share of statements at or above `--threshold` (`--score share`, the verdict share).
@@ -90,7 +91,7 @@ class Cell:
     width: float
     coverage: float
     bias: float
-    rmse: float  # of the estimate around the truth: what the labels buy, before the interval's own noise
+    rmse: float  # of the estimate around the run's own mean label: what the labels buy
     reps: int
 
 
@@ -105,7 +106,7 @@ def simulate(f: np.ndarray, y: np.ndarray, spread: np.ndarray, noise: np.ndarray
     """
     rng = np.random.default_rng(seed)
     truth = float(y.mean())
-    cells: dict[tuple[str, int], list[tuple[float, bool, float]]] = {}
+    cells: dict[tuple[str, int], list[tuple[float, bool, float, float]]] = {}
     for _ in range(reps):
         pick = rng.integers(0, f.size, items)
         f_run, y_run, s_run, n_run = f[pick], y[pick], spread[pick], noise[pick]
@@ -122,10 +123,11 @@ def simulate(f: np.ndarray, y: np.ndarray, spread: np.ndarray, noise: np.ndarray
                 est = ppi_mean(y_run[chosen], f_run[chosen], f_run, weights=1.0 / probs[chosen], bounds=(0.0, 1.0),
                                noise=n_run[chosen])
                 cells.setdefault((design, n), []).append(
-                    (est.ci_high - est.ci_low, est.ci_low <= truth <= est.ci_high, est.estimate - truth))
-    return [Cell(design=d, n=n, width=float(np.mean([w for w, _, _ in v])),
-                 coverage=float(np.mean([c for _, c, _ in v])), bias=float(np.mean([b for _, _, b in v])),
-                 rmse=float(np.sqrt(np.mean([b**2 for _, _, b in v]))), reps=len(v))
+                    (est.ci_high - est.ci_low, est.ci_low <= truth <= est.ci_high, est.estimate - truth,
+                     est.estimate - float(y_run.mean())))
+    return [Cell(design=d, n=n, width=float(np.mean([r[0] for r in v])), coverage=float(np.mean([r[1] for r in v])),
+                 bias=float(np.mean([r[2] for r in v])), rmse=float(np.sqrt(np.mean([r[3] ** 2 for r in v]))),
+                 reps=len(v))
             for (d, n), v in sorted(cells.items(), key=lambda kv: (kv[0][1], kv[0][0]))]
 
 
