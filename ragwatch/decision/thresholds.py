@@ -15,6 +15,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 InconclusiveRule = Literal["promote", "hold", "min_n"]
+WeakJudgeRule = Literal["paired", "labels"]
 
 
 def matches(name: str, pattern: str) -> bool:
@@ -29,7 +30,7 @@ class GateThresholds(BaseModel):
     `per_metric` and `gated_metrics` match exactly, by prefix or as globs. Whether a drop is a fall or
     a rise is the metric's own `MetricInfo.direction`, set where the metric is made; the gate has no
     say in it (a former `lower_is_better` list is refused with what to do instead).
-    `inconclusive` and `min_n`: see `ragwatch.decision.gate`.
+    `inconclusive`, `min_n`, `min_judge_kappa` and `weak_judge`: see `ragwatch.decision.gate`.
 
     Example:
         >>> GateThresholds(default_allowed_drop=0.02, per_metric={"faithfulness": 0.05},
@@ -43,8 +44,12 @@ class GateThresholds(BaseModel):
     gated_metrics: list[str] | None = None  # None: every metric present in both runs
     inconclusive: InconclusiveRule = "min_n"
     min_n: int = Field(30, ge=2)
-    # a judge whose measured agreement with labels of its kind is below this kappa is shown, not gated
+    # a judge whose measured agreement with labels of its kind is below this kappa does not decide alone
     min_judge_kappa: float = Field(0.6, ge=-1.0, le=1.0)
+    # what such a judge still does (`ragwatch.decision.gate`): "paired": its own paired difference blocks a
+    # clear regression (same judge and calibration in both runs), a drop it sees but cannot decide asks
+    # for labels; "labels": every drop it sees asks for labels
+    weak_judge: WeakJudgeRule = "paired"
 
     @model_validator(mode="before")
     @classmethod

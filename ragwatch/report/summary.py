@@ -132,7 +132,7 @@ def verdict_line(comparisons: Mapping[str, Comparison], gate: GateDecision | Non
         parts.append("Gate: " + gate_label(gate) + ".")
     if (gate is not None and gate.status == "regressed") or "worse" in kinds:
         cls = "bad"
-    elif gate is not None and gate.status == "hold":
+    elif gate is not None and gate.status in ("hold", "needs_labels"):
         cls = "hold"
     elif "better" in kinds or "same" in kinds:
         cls = "ok"
@@ -145,7 +145,8 @@ def gate_label(gate: GateDecision) -> str:
     """The gate's decision in words: the same on the terminal, in Markdown and in HTML."""
     return {"promote": "PROMOTED", "no_baseline": "PROMOTED (first production baseline)",
             "regressed": "NOT PROMOTED (regression)",
-            "hold": "NOT PROMOTED (held: too little evidence)"}[gate.status]
+            "hold": "NOT PROMOTED (held: too little evidence)",
+            "needs_labels": "NOT PROMOTED (needs labels: the judge sees a drop it cannot decide)"}[gate.status]
 
 
 def judge_warnings(metrics: Mapping[str, MetricResult]) -> list[str]:

@@ -96,27 +96,32 @@ def ht_variance(spread: np.ndarray, probs: np.ndarray) -> float:
     return float(((1 - p[taken]) * v[taken] / p[taken]).sum() / p.size**2)
 
 
-def labels_needed(spreads: Sequence[np.ndarray], gap: float, *, extra_variance: float = 0.0,
-                  floor: float = DEFAULT_FLOOR, confidence: float = 0.95, power: float = 0.8) -> int | None:
-    """The fewest labels per run (active sampling in each of `spreads`' runs) for which a difference
-    `gap` beyond the allowed drop would be shown with `power`: (z_conf + z_power) * SE <= gap.
+def labels_needed(spread: Sequence[float] | np.ndarray, gap: float, *,
+                  residual: Sequence[float] | np.ndarray | None = None, scale: float = 1.0,
+                  extra_variance: float = 0.0, floor: float = DEFAULT_FLOOR, confidence: float = 0.95,
+                  power: float = 0.8) -> int | None:
+    """The fewest labels, drawn actively by `spread` among its N items, for which an estimate whose
+    interval must clear `gap` does so with `power`: (z_conf + z_power) * SE <= gap.
 
-    `extra_variance` is variance the labels do not reduce (the sampling of items). None when even
-    labels on every item would not do it.
+    `residual`: the expected size of each item's label residual in the estimate (default: `spread`;
+    zero where a label changes nothing, e.g. an answer both runs share); `scale` multiplies the
+    estimate (a mean over part of the items, scaled to all); `extra_variance` is variance the
+    labels do not reduce (the sampling of items). None when even labels on every item would not do it.
     """
     from scipy import stats  # ~0.3 s; config validation imports none of it
 
     if gap <= 0:
         return None
-    arrays = [np.asarray(s, dtype=float) for s in spreads]
+    draw = np.asarray(spread, dtype=float)
+    res = draw if residual is None else np.asarray(residual, dtype=float)
     z = float(stats.norm.ppf(0.5 + confidence / 2) + stats.norm.ppf(power))
 
     def enough(k: int) -> bool:
-        var = extra_variance + sum(ht_variance(s, active_probabilities(s, k, floor=floor)) for s in arrays)
+        var = extra_variance + scale**2 * ht_variance(res, active_probabilities(draw, k, floor=floor))
         return z * math.sqrt(max(var, 0.0)) <= gap
 
-    most = max(a.size for a in arrays)
-    if not enough(most):
+    most = draw.size
+    if most < 2 or not enough(most):
         return None
     low, high = 2, most  # enough(high) holds; the variance falls as k grows
     if enough(low):

@@ -128,10 +128,11 @@ def test_review_sample_active_favours_unsure_items_and_records_their_probability
 
 def test_labels_needed_grows_as_the_gap_shrinks_and_says_none_when_labels_cannot_do_it():
     spread = np.full(60, 0.3)
-    big = labels_needed([spread], 0.3)
-    small = labels_needed([spread], 0.1)
+    big = labels_needed(spread, 0.3)
+    small = labels_needed(spread, 0.1)
     assert big is not None and small is not None and 2 <= big < small <= 60
-    assert labels_needed([spread], 0.1, extra_variance=0.01) is None  # the items' own noise is too large
-    assert labels_needed([spread], 0.0) is None
-    # two runs to label need more per run than one
-    assert labels_needed([spread, spread], 0.1) > small
+    assert labels_needed(spread, 0.1, extra_variance=0.01) is None  # the items' own noise is too large
+    assert labels_needed(spread, 0.0) is None
+    # labels only count where the answer changed: fewer residuals, fewer labels
+    half = np.r_[np.full(30, 0.3), np.zeros(30)]
+    assert labels_needed(spread, 0.1, residual=half) < small
