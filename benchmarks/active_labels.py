@@ -16,7 +16,8 @@ the sampling of the run's N items too, which no labelling reduces (about 2 * 1.9
 the RMSE shows what the labels themselves buy.
 
 The judge's item score is the mean P(supported) of its statements (`--score mean`, the level
-estimate) or the share of statements at or above `--threshold` (`--score share`, the verdict share).
+estimate) or the share of statements it calls supported (`--score share`, the verdict share; the
+row's `verdict`, else P(supported) at its `threshold` or `--threshold`).
 
 Usage:
     python benchmarks/active_labels.py --features /work/helpers/data/features_default_dev.jsonl
@@ -49,39 +50,45 @@ FALSE_LABELS = {"0", "false", "unsupported", "hallucinated", "no"}
 
 @dataclass
 class Answer:
-    """One answer: its statements' P(supported) and reader labels (1 supported, 0 not)."""
+    """One answer: its statements' P(supported), verdicts and reader labels (1 supported, 0 not)."""
 
     probs: np.ndarray
+    verdicts: np.ndarray
     labels: np.ndarray
 
-    def score(self, how: str, threshold: float) -> float:
-        return float(self.probs.mean()) if how == "mean" else float((self.probs >= threshold).mean())
+    def score(self, how: str) -> float:
+        return float(self.probs.mean()) if how == "mean" else float(self.verdicts.mean())
 
     def spread(self, score: float) -> tuple[float, float]:
         """(spread, noise), as `ragwatch.review.spread` computes them for a judged item."""
         return probs_spread(self.probs.tolist(), score)
 
 
-def read_answers(path: Path) -> list[Answer]:
-    """Statements of a features file grouped by answer; statements without an agreed label are left out."""
-    by_item: dict[str, tuple[list[float], list[float]]] = {}
+def read_answers(path: Path, threshold: float = 0.5) -> list[Answer]:
+    """Statements of a features file grouped by answer (system and item id); statements without an
+    agreed label are left out. A statement a rule decided without a probability counts as 1 or 0."""
+    by_item: dict[str, tuple[list[float], list[float], list[float]]] = {}
     for line_no, line in enumerate(path.read_text().splitlines(), start=1):
         if not line.strip():
             continue
         row = json.loads(line)
-        prob = next((row[k] for k in PROB_KEYS if row.get(k) is not None), None)
         label = str(row.get("label")).strip().lower()
-        if prob is None:
-            raise ValueError(f"{path}:{line_no}: no probability (one of {PROB_KEYS})")
         if label not in TRUE_LABELS | FALSE_LABELS:
             continue
-        item = str(row.get("item_id") or row.get("id") or line_no)
-        probs, labels = by_item.setdefault(item, ([], []))
-        probs.append(min(max(float(prob), 0.0), 1.0))
+        prob = next((row[k] for k in PROB_KEYS if row.get(k) is not None), None)
+        verdict = row.get("verdict")
+        if prob is None and verdict is None:
+            raise ValueError(f"{path}:{line_no}: no probability (one of {PROB_KEYS}) and no verdict")
+        prob = float(verdict) if prob is None else min(max(float(prob), 0.0), 1.0)
+        cut = float(row.get("threshold") or threshold)
+        item = f"{row.get('system') or ''}/{row.get('item_id') or row.get('id') or line_no}"
+        probs, verdicts, labels = by_item.setdefault(item, ([], [], []))
+        probs.append(prob)
+        verdicts.append(float(verdict) if verdict is not None else float(prob >= cut))
         labels.append(1.0 if label in TRUE_LABELS else 0.0)
     if len(by_item) < 5:
         raise ValueError(f"{path}: {len(by_item)} labelled answers; the simulation needs at least 5")
-    return [Answer(np.array(p), np.array(y)) for p, y in by_item.values()]
+    return [Answer(np.array(p), np.array(v), np.array(y)) for p, v, y in by_item.values()]
 
 
 @dataclass
@@ -146,15 +153,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--features", type=Path, required=True, help="statements with label and P(supported)")
     parser.add_argument("--score", choices=("mean", "share"), default="mean")
-    parser.add_argument("--threshold", type=float, default=0.5)
+    parser.add_argument("--threshold", type=float, default=0.5, help="cut-off of rows with no verdict or threshold")
     parser.add_argument("--items", type=int, default=65, help="answers per simulated run (the default run: 65)")
     parser.add_argument("--reps", type=int, default=2000)
     parser.add_argument("--floor", type=float, default=DEFAULT_FLOOR)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--json", type=Path)
     args = parser.parse_args(argv)
-    answers = read_answers(args.features)
-    f = np.array([a.score(args.score, args.threshold) for a in answers])
+    answers = read_answers(args.features, args.threshold)
+    f = np.array([a.score(args.score) for a in answers])
     y = np.array([float(a.labels.mean()) for a in answers])
     spread, noise = np.array([a.spread(s) for a, s in zip(answers, f, strict=True)]).T
     cells = simulate(f, y, spread, noise, items=args.items, reps=args.reps, seed=args.seed, floor=args.floor)
