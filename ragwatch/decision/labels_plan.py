@@ -14,12 +14,14 @@ the true one). `labels_plans` gives the gate (`ragwatch.decision.gate`), per suc
 The paired difference. Over the N items both runs scored, an item whose answer did not change
 (same `judged_key`) has the same readers' label in both runs: its difference is exactly 0, no label
 needed. For the N_c changed answers, the readers' difference `h_new - h_old` is estimated as the
-judge's paired difference `f_new - f_old` plus the labels' correction `h_new - f_new` on the
-labelled changed answers, each weighted by 1 / inclusion probability (`ppi_mean` with lambda 1),
-scaled by N_c / N. The production side is its judge scores: when production has labels of its own,
-`ragwatch.decision.compare` decides on both runs' estimates instead (`basis="labelled"`). Stated
-assumption: on the changed answers the judge's scores of production stand for its readers (its
-calibrated P(supported) is unbiased there); a judge that overrates production makes a drop look larger.
+judge's expected difference `e_new - e_old` (`e`: the mean calibrated P(supported) of an answer's
+statements, `ragwatch.review.spread.expected_label`; the score where there is none) plus the labels'
+correction `h_new - e_new` on the labelled changed answers, each weighted by 1 / inclusion
+probability (`ppi_mean` with lambda 1), scaled by N_c / N. The production side is its judge's
+expectation: when production has labels of its own, `ragwatch.decision.compare` decides on both
+runs' estimates instead (`basis="labelled"`). Stated assumption: on the changed answers production's
+calibrated P(supported) is unbiased for its readers; a judge that overrates production makes a drop
+look larger (and one that underrates it, smaller) by that bias times N_c / N.
 
 Example:
     >>> plans = labels_plans(comparison, new_metrics, production_metrics, run="evaluate-2026_01_01", thresholds=th)
@@ -36,7 +38,7 @@ import numpy as np
 from pydantic import BaseModel
 
 from ragwatch.results import MetricResult
-from ragwatch.review.spread import spreads_of
+from ragwatch.review.spread import expected_label, spreads_of
 from ragwatch.statistics.active import labels_needed
 from ragwatch.statistics.ppi import ppi_mean
 
@@ -108,7 +110,7 @@ def plan_for(row: MetricComparison, new: MetricResult, old: MetricResult, *, run
     plan = LabelsPlan(metric=row.metric, labels=k, power=power, command=command.format(n=k or len(f_new)),
                       n_changed=len(changed), n_paired=len(common))
     if new.labelled is not None and changed:
-        plan.paired = paired_difference(row, new, f_new, f_old, changed, len(common))
+        plan.paired = paired_difference(row, new, old, f_new, f_old, changed, len(common))
         if plan.paired is None:
             plan.note = (f"fewer than {MIN_CHANGED_LABELS} of this run's labels are on the {len(changed)} answers "
                          "that changed")
@@ -140,8 +142,14 @@ def _gap(diff: float | None, row: MetricComparison) -> float | None:
     return abs(gain + row.allowed_drop) or None
 
 
-def paired_difference(row: MetricComparison, new: MetricResult, f_new: dict[str, float], f_old: dict[str, float],
-                      changed: list[str], n_paired: int) -> PairedLabelled | None:
+def _expected(result: MetricResult, scores: dict[str, float]) -> dict[str, float]:
+    """item id -> the label the judge expects (`expected_label`), for every scored item."""
+    out = {it.item_id: expected_label(it) for it in result.items if it.item_id in scores}
+    return {i: scores[i] if v is None else v for i, v in out.items()}
+
+
+def paired_difference(row: MetricComparison, new: MetricResult, old: MetricResult, f_new: dict[str, float],
+                      f_old: dict[str, float], changed: list[str], n_paired: int) -> PairedLabelled | None:
     """The prediction-powered paired difference from the new run's labels (module doc), or None when
     fewer than 2 labels fall on changed answers."""
     labels = (new.labelled.details.get("labels") or {}) if new.labelled is not None else {}
@@ -149,9 +157,12 @@ def paired_difference(row: MetricComparison, new: MetricResult, f_new: dict[str,
     if len(used) < MIN_CHANGED_LABELS:
         return None
     noise = spreads_of(new)
-    y = [labels[i][0] - f_old[i] for i in used]  # the readers' new label against production's score
-    g_lab = [f_new[i] - f_old[i] for i in used]
-    g_all = [f_new[i] - f_old[i] for i in changed]
+    # what the judge expects a reader to say of each answer: the calibrated mean P(supported), which
+    # estimates the readers' level (the verdict share does not); production's side rests on it
+    e_new, e_old = _expected(new, f_new), _expected(old, f_old)
+    y = [labels[i][0] - e_old[i] for i in used]  # the readers' new label against production's expectation
+    g_lab = [e_new[i] - e_old[i] for i in used]
+    g_all = [e_new[i] - e_old[i] for i in changed]
     est = ppi_mean(y, g_lab, g_all, weights=[1.0 / labels[i][1] for i in used], lam=1.0,
                    noise=[noise[i][1] for i in used])
     share = len(changed) / n_paired  # unchanged answers differ by exactly 0

@@ -56,6 +56,15 @@ def item_spread(item: ItemScore, info: MetricInfo) -> tuple[float, float]:
     return sd, sd
 
 
+def expected_label(item: ItemScore) -> float | None:
+    """The label the judge expects a reader to give: the mean P(supported) of its statements when they
+    carry one (what the calibration estimates), else its score."""
+    probs = [v.p_supported for v in statement_verdicts(item.details)]
+    if probs and all(p is not None for p in probs):
+        return sum(min(max(float(p), 0.0), 1.0) for p in probs) / len(probs)  # type: ignore[arg-type]
+    return None if item.score is None else float(item.score)
+
+
 def label_spread(item: ItemScore, info: MetricInfo) -> float:
     """The expected size of (label - judge score) for one scored item, in the metric's units."""
     return item_spread(item, info)[0]

@@ -16,6 +16,7 @@ from ragwatch.report.summary import gate_label
 from ragwatch.results import ItemScore, JudgeAgreement, MetricInfo, MetricResult
 from ragwatch.review.labelled import attach_labelled
 from ragwatch.review.labels import HumanLabel, HumanLabels
+from ragwatch.review.spread import expected_label
 
 N = 65
 RUN = "evaluate-2026_11_26-03_00_00"
@@ -107,13 +108,14 @@ def test_once_this_run_has_labels_the_paired_prediction_powered_difference_decid
     missed = faith(probs, [f"new{i}" if i < 48 else f"old{i}" for i in range(N)])
     assert decide(missed, old).status == "promote"  # nothing the judge can see
     # readers find a third of each changed answer unsupported; 30 labels on changed answers
-    readers = [label(f"q{i}", float(old.items[i].score) - 1 / 3, 30 / 48, f"new{i}") for i in range(30)]
+    expected = [expected_label(it) for it in old.items]  # the calibrated mean P(supported) of each answer
+    readers = [label(f"q{i}", expected[i] - 1 / 3, 30 / 48, f"new{i}") for i in range(30)]
     decision = decide(with_labels(missed, readers), old)
     assert decision.status == "regressed" and not decision.promote
     assert decision.reasons[0].startswith("faithfulness regressed on human labels")
     assert "from 30 human labels on the 48 of 65 answers that changed" in decision.reasons[0]
-    # readers agree with the judge: the labels clear it
-    agree = [label(f"q{i}", float(old.items[i].score), 30 / 48, f"new{i}") for i in range(30)]
+    # readers find what the judge's calibrated probabilities expect: the labels clear it
+    agree = [label(f"q{i}", expected[i], 30 / 48, f"new{i}") for i in range(30)]
     cleared = decide(with_labels(missed, agree), old)
     assert cleared.promote and any(r.startswith("faithfulness cleared by human labels") for r in cleared.reasons)
 
