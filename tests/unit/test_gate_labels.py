@@ -127,3 +127,40 @@ def test_labels_of_unchanged_answers_do_not_count_toward_the_paired_difference()
     decision = decide(with_labels(new, unchanged_only), old)
     assert decision.status == "needs_labels"
     assert "fewer than 2 of this run's labels are on the 20 answers that changed" in decision.reasons[0]
+
+
+def test_the_paired_difference_is_unbiased_under_active_labelling():
+    """Over active draws of 20 labels, the estimate's mean is the readers' new labels against production's
+    calibrated expectation on the changed answers (scaled to all), and its interval covers that."""
+    from ragwatch.decision.labels_plan import paired_difference
+    from ragwatch.results import LabelledEstimate
+    from ragwatch.review.spread import spreads_of
+    from ragwatch.statistics.active import active_probabilities, draw_pps
+
+    rng = np.random.default_rng(11)
+    probs, old = production()
+    new = planted(probs, 40, 0.5)  # the judge is unsure of the planted statement ...
+    truth_p = [expected_label(it) - (0.25 if i < 40 else 0.0) for i, it in enumerate(new.items)]
+    h_new = (rng.uniform(size=N) < np.clip(truth_p, 0, 1)).astype(float)  # ... readers find more wrong
+    e_old = np.array([expected_label(it) for it in old.items])
+    changed = [f"q{i}" for i in range(40)]
+    truth = float((h_new[:40] - e_old[:40]).sum() / N)
+    spread = np.array([s for s, _ in spreads_of(new).values()])
+    pi = active_probabilities(spread, 20)
+    f_new = {it.item_id: float(it.score) for it in new.items}
+    f_old = {it.item_id: float(it.score) for it in old.items}
+    row = compare_runs({"faithfulness": new}, {"faithfulness": old}, thresholds=TH).row("faithfulness")
+    estimates, covered = [], 0
+    for _ in range(400):
+        chosen = draw_pps(pi, rng)
+        labels = {f"q{i}": [float(h_new[i]), float(pi[i])] for i in chosen}
+        est = LabelledEstimate(method="ppi++", score=0.5, ci_low=0.4, ci_high=0.6, n_labels=20, n_items=N,
+                               details={"labels": labels})
+        result = paired_difference(row, new.model_copy(update={"labelled": est}), old, f_new, f_old, changed, N)
+        if result is None:
+            continue
+        estimates.append(result.diff)
+        covered += result.low <= truth <= result.high
+    assert len(estimates) > 390
+    assert abs(np.mean(estimates) - truth) < 4 * np.std(estimates) / np.sqrt(len(estimates)) + 0.005
+    assert covered / len(estimates) >= 0.93
