@@ -331,9 +331,11 @@ class Evaluator:
 
 
 def run(generator: str, limit: int | None, gate: GateThresholds = GATE, sizes: tuple[int, ...] = (),
-        only: tuple[str, ...] = ()) -> tuple[list[Outcome], dict[int, dict[str, str]], int, GateThresholds]:
+        only: tuple[str, ...] = (), questions: str = "default"
+        ) -> tuple[list[Outcome], dict[int, dict[str, str]], int, GateThresholds]:
     """Every planted change (or those whose name starts with one of `only`) gated against the baseline;
-    also, per subset size, the gate's status."""
+    also, per subset size, the gate's status. `questions="zenml"` with the local generator: the ZenML
+    question set (no test set to generate first: the quick run)."""
     config = load_config(ROOT / "configs" / "full.yaml", FullConfig)
     match = config.evaluate.retrieval.match
     index, embedder = build_index(config)
@@ -341,7 +343,8 @@ def run(generator: str, limit: int | None, gate: GateThresholds = GATE, sizes: t
     server = None
     if generator == "local":
         llm_cache = CACHE / "llm"
-        samples = default_eval_set(config, index, embedder, llm_cache)[:limit]
+        samples = (question_set(index, match) if questions == "zenml"
+                   else default_eval_set(config, index, embedder, llm_cache))[:limit]
         llm = config.evaluate.system.generator.model_copy(
             update={"temperature": 0.3, "seed": 0, "cache_dir": str(llm_cache)})
         judges = config.evaluate.judges
@@ -448,12 +451,15 @@ def main(argv: list[str] | None = None) -> int:
                         help="comma-separated planted changes to run, in this order "
                              "(name prefixes, e.g. 'top_k,no-op'); default all")
     parser.add_argument("--sizes", default="8,16,24", help="also gate on the first N questions, for each N")
+    parser.add_argument("--questions", choices=("default", "zenml"), default="default",
+                        help="with --generator local: the default's evaluation set (generated first, ~30 min) or "
+                             "the ZenML question set of the bundled corpus (no generation)")
     parser.add_argument("--markdown", default=None, help="write the tables to this Markdown file too")
     args = parser.parse_args(argv)
     sizes = tuple(int(n) for n in args.sizes.split(",") if n.strip())
     started = time.perf_counter()
     only = tuple(name.strip() for name in args.changes.split(",") if name.strip()) if args.changes else ()
-    outcomes, per_size, n, gate = run(args.generator, args.limit, GATE, sizes, only)
+    outcomes, per_size, n, gate = run(args.generator, args.limit, GATE, sizes, only, args.questions)
     out = [f"Gate power: {n} questions, generator {args.generator}, "
            f"{time.perf_counter() - started:.0f} s in all", "", table(outcomes, gate), ""]
     for o in outcomes:
