@@ -126,7 +126,11 @@ def truncate(answers: list[RagAnswer], words: int = 10) -> list[RagAnswer]:
 # A name (a capitalised word with a lower-case letter after its first, e.g. ZenML, Docker) or a number.
 _TERM = re.compile(r"(?<![\w.])(?:[A-Z][\w-]*[a-z][\w-]*|\d+(?:\.\d+)?)(?![\w])")
 _SENTENCE_START = re.compile(r"(?:^|[.!?:]\s+|\n\s*[-*#>]*\s*|\*\*|#+\s*)$")
-_FAKE_NAMES = ("Kubeflux", "Dagster", "Metaflow", "Airbyte", "Snowpark", "Tekton", "Flyway", "Quarkus")
+# fabricated names of both shapes: a CamelCase one replaces a CamelCase name (ZenML, PostgreSQL), a plain
+# one a plain capitalised word; the verifier's rule knows only numbers, identifiers and CamelCase names
+_FAKE_CAMEL = ("FlowDeck", "DataForge", "PipeSmith", "KubeRail", "MetaStack", "GridHarbor")
+_FAKE_PLAIN = ("Kubeflux", "Dagster", "Metaflow", "Airbyte", "Snowpark", "Tekton", "Flyway", "Quarkus")
+_CAMEL = re.compile(r"[a-z][A-Z]|[A-Z]{2}[a-z]")
 
 
 def _terms(text: str) -> list[re.Match[str]]:
@@ -152,7 +156,7 @@ def plant(answers: list[RagAnswer], how: str) -> list[RagAnswer]:
             term = m.group()
             if how == "fabricate":
                 pool = ([str(int(float(term)) + k) for k in (7, 13, 19, 23, 31)] if _kind(term) == "number"
-                        else list(_FAKE_NAMES))
+                        else list(_FAKE_CAMEL if _CAMEL.search(term) else _FAKE_PLAIN))
                 pool = [t for t in pool if t not in context]
             else:
                 pool = [t.group() for t in _terms(context)
