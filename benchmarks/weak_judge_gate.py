@@ -96,10 +96,27 @@ def faithfulness(answers: list[RagAnswer], statements: list[list[str]], p_judge:
     return MetricResult.from_items("faithfulness", items, info=info)
 
 
+def write_features(statements: Path, result: MetricResult, out: Path) -> None:
+    """One row per statement: item_id, P(supported), verdict and the reference label."""
+    labels = {}
+    for line in statements.read_text().splitlines():
+        row = json.loads(line)
+        labels[(row["item_id"], row["statement"])] = row.get("label")
+    with out.open("w") as handle:
+        for item in result.items:
+            for v in item.details["verdicts"]:
+                handle.write(json.dumps({"item_id": item.item_id, "p_supported": v["p_supported"],
+                                         "verdict": v["verdict"], "label": labels.get((item.item_id, v["statement"]))})
+                             + "\n")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--statements", type=Path, default=STATEMENTS)
     parser.add_argument("--features", type=Path, default=STATEMENTS.with_name("features.jsonl"))
+    parser.add_argument("--write-features", type=Path,
+                        help="also write the unedited statements' P(supported), verdict and label here (the "
+                             "input of benchmarks/active_labels.py when no model-made features file exists)")
     args = parser.parse_args(argv)
     config = load_config(ROOT / "configs" / "full.yaml", FullConfig)
     gate = config.evaluate.gate.model_copy(update={"gated_metrics": ["faithfulness"]})
@@ -111,6 +128,8 @@ def main(argv: list[str] | None = None) -> int:
                       scale=(0.0, 1.0), agreement=calibration.agreement)
     answers, statements, p_judge = load(args.statements, args.features)
     base = faithfulness(answers, statements, p_judge, info, verifier)
+    if args.write_features:
+        write_features(args.statements, base, args.write_features)
     n_statements = sum(len(s) for s in statements)
     print(f"{len(answers)} answers, {n_statements} statements of {args.statements}; judge P(yes) measured for "
           f"{sum(s in p_judge for st in statements for s in st)} statements (0.5 elsewhere); gate: allowed drop "
