@@ -92,6 +92,8 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("--metric", action="append", help="judged metric to label (repeatable; default: "
                                                           "every LLM-judged metric)")
     export.add_argument("--seed", type=int, default=0)
+    export.add_argument("--design", choices=("active", "uniform"), default="active",
+                        help="active: more items where the judge is unsure, weighted back (default); uniform")
     export.add_argument("--out", default="reviews", help="directory for the files (default: reviews/)")
     import_ = review_actions.add_parser("import", help="validate a filled review file and store its labels")
     import_.add_argument("file", help="the CSV or JSONL written by review export, label columns filled")
@@ -105,6 +107,8 @@ def build_parser() -> argparse.ArgumentParser:
                                                                 "every LLM-judged metric)")
     review_serve.add_argument("--n", type=int, default=30, help="items in the sample, the progress target (default 30)")
     review_serve.add_argument("--seed", type=int, default=0, help="the sample's seed, as for review export (default 0)")
+    review_serve.add_argument("--design", choices=("active", "uniform"), default="active",
+                              help="active: more items where the judge is unsure, weighted back (default); uniform")
     review_serve.add_argument("--port", type=int, default=8239, help="port on 127.0.0.1 (default 8239)")
     review_serve.add_argument("--reviewer", help="your name, kept with each label")
     review_serve.add_argument("--duration", type=float, help="stop after this many seconds")
@@ -223,10 +227,10 @@ def cmd_review(args: argparse.Namespace) -> int:
         from orchestration.review_serve import serve_review
 
         return serve_review(args.run, args.metric, n=args.n, seed=args.seed, port=args.port, reviewer=args.reviewer,
-                            duration_s=args.duration)
+                            duration_s=args.duration, design=args.design)
     if args.action == "export":
         csv_path, jsonl_path, summary = review.export_review(args.run, args.n, args.metric, args.seed,
-                                                             Path(args.out))
+                                                             Path(args.out), design=args.design)
         print(f"{summary}\nwrote {csv_path} and {jsonl_path}: fill the label: columns of either, then "
               f"`python run.py review import {csv_path}`")
         return 0

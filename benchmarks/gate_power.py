@@ -57,6 +57,7 @@ from ragwatch.corpus.chunking import chunk_documents  # noqa: E402
 from ragwatch.corpus.documents import load_documents  # noqa: E402
 from ragwatch.decision.compare import Comparison, compare_runs  # noqa: E402
 from ragwatch.decision.gate import GateDecision, gate_decision  # noqa: E402
+from ragwatch.decision.labels_plan import labels_plans  # noqa: E402
 from ragwatch.decision.thresholds import GateThresholds  # noqa: E402
 from ragwatch.evalset.assemble import generation_samples, import_labelled_samples, merge_samples  # noqa: E402
 from ragwatch.evalset.imported import load_handwritten_retrieval_cases, load_zenml_qa  # noqa: E402
@@ -122,11 +123,76 @@ def truncate(answers: list[RagAnswer], words: int = 10) -> list[RagAnswer]:
     return [a.model_copy(update={"answer": " ".join(a.answer.split()[:words])}) for a in answers]
 
 
+# A name (a capitalised word with a lower-case letter after its first, e.g. ZenML, Docker) or a number.
+_TERM = re.compile(r"(?<![\w.])(?:[A-Z][\w-]*[a-z][\w-]*|\d+(?:\.\d+)?)(?![\w])")
+_SENTENCE_START = re.compile(r"(?:^|[.!?:]\s+|\n\s*[-*#>]*\s*|\*\*|#+\s*)$")
+# fabricated names of both shapes: a CamelCase one replaces a CamelCase name (ZenML, PostgreSQL), a plain
+# one a plain capitalised word; the verifier's rule knows only numbers, identifiers and CamelCase names
+_FAKE_CAMEL = ("FlowDeck", "DataForge", "PipeSmith", "KubeRail", "MetaStack", "GridHarbor")
+_FAKE_PLAIN = ("Kubeflux", "Dagster", "Metaflow", "Airbyte", "Snowpark", "Tekton", "Flyway", "Quarkus")
+_CAMEL = re.compile(r"[a-z][A-Z]|[A-Z]{2}[a-z]")
+
+
+def _terms(text: str) -> list[re.Match[str]]:
+    """Names and numbers of `text`, without the capitalised first word of a sentence."""
+    return [m for m in _TERM.finditer(text) if m.group()[0].isdigit() or not _SENTENCE_START.search(text[:m.start()])]
+
+
+def _kind(term: str) -> str:
+    return "number" if term[0].isdigit() else "name"
+
+
+def plant(answers: list[RagAnswer], how: str) -> list[RagAnswer]:
+    """Each answer with its first name or number that one of its contexts holds replaced by a term of the
+    same kind that no context of it holds (`how="fabricate"`), or that another place of its contexts
+    holds (`how="swap"`: right words, wrong place). Answers without such a term stay as they were."""
+    out = []
+    for a in answers:
+        context = "\n".join(c.text for c in a.contexts)
+        present = {m.group() for m in _terms(a.answer)}
+        grounded = [m for m in _terms(a.answer) if m.group() in context]
+        new = None
+        for m in grounded:
+            term = m.group()
+            if how == "fabricate":
+                pool = ([str(int(float(term)) + k) for k in (7, 13, 19, 23, 31)] if _kind(term) == "number"
+                        else list(_FAKE_CAMEL if _CAMEL.search(term) else _FAKE_PLAIN))
+                pool = [t for t in pool if t not in context]
+            else:
+                pool = [t.group() for t in _terms(context)
+                        if _kind(t.group()) == _kind(term) and t.group() not in present]
+            if pool:
+                new = a.answer[:m.start()] + pool[0] + a.answer[m.end():]
+                break
+        out.append(a if new is None else a.model_copy(update={"answer": new}))
+    return out
+
+
+_STYLE = (("allows you to", "lets you"), ("In order to", "To"), ("in order to", "to"), ("does not", "doesn't"),
+          ("is not", "isn't"), ("can not", "cannot"), ("It is", "It's"), ("you can", "you are able to"),
+          ("helps", "assists"), ("However,", "That said,"), ("provides", "offers"), ("such as", "like"),
+          ("For example", "For instance"), ("use", "make use of"), ("need to", "have to"),
+          ("to ensure", "to make sure"), ("specific", "particular"), ("different", "various"),
+          ("several", "a number of"), ("important", "key"), ("allows", "lets"), ("using", "with"))
+
+
+def restyle(answers: list[RagAnswer]) -> list[RagAnswer]:
+    """The same content in other words: contractions and synonyms of function words (a no-op for faithfulness)."""
+    out = []
+    for a in answers:
+        text = a.answer
+        for old, new in _STYLE:
+            text = re.sub(rf"\b{re.escape(old)}\b", new, text)
+        out.append(a.model_copy(update={"answer": text}))
+    return out
+
+
 @dataclass
 class Change:
     name: str
     regression: bool
     make: Callable[[Index, Embedder, LLMSettings], list[RagAnswer] | None]
+    edit: Callable[[list[RagAnswer]], list[RagAnswer]] | None = None  # applied to the baseline's answers
 
 
 # ---------------------------------------------------------------- the extractive stand-in generator
@@ -185,13 +251,28 @@ def system(cls: type[BuiltinRAG] = BuiltinRAG, **rag: Any) -> Callable[..., list
 BASELINE = system()
 
 
-def changes() -> list[Change]:
+def _edit(regression: bool, name: str, edit: Callable[[list[RagAnswer]], list[RagAnswer]]) -> Change:
+    return Change(name, regression, lambda *_: None, edit)
+
+
+def answer_edits() -> list[Change]:
+    """Planted changes of the answers' words (for the judge's faithfulness; `--generator local` runs them)."""
+    return [
+        _edit(True, "a name or number no context holds", lambda answers: plant(answers, "fabricate")),
+        _edit(True, "a name or number of its contexts in the wrong place", lambda answers: plant(answers, "swap")),
+        _edit(False, "no-op: identical replay", list),
+        _edit(False, "no-op: answers reworded (style only)", restyle),
+    ]
+
+
+def changes(local: bool = False) -> list[Change]:
     whitespace = RagSettings().prompt_template.replace("below.\n", "below.  \n").replace("Answer: ", "Answer:  ")
     return [
+        *(answer_edits() if local else []),
         Change("top_k 3 -> 1", True, system(top_k=1)),
         Change("contexts shuffled across questions", True, system(ShuffledContexts)),
         Change("generator answers from no context", True, system(IgnoresContext)),
-        Change("answers truncated to 10 words", True, lambda *_: None),  # applied to the baseline's answers
+        _edit(True, "answers truncated to 10 words", truncate),
         Change("retriever drops the best hit", True, system(DropsBestHit)),
         Change("no-op: cold LLM cache", False,
                lambda i, e, llm: BASELINE(i, e, llm, cache_dir=tempfile.mkdtemp(prefix="cold-cache-"))),
@@ -208,11 +289,14 @@ class Outcome:
     comparison: Comparison
     decision: GateDecision
     seconds: float
+    changed: int = 0  # answers whose text differs from the baseline's
+    strict: GateDecision | None = None  # the decision under gate.weak_judge: labels
 
     @property
     def ok(self) -> bool:
         blocked = not self.decision.promote
-        return blocked == self.change.regression and (not blocked or self.decision.status == "regressed")
+        return blocked == self.change.regression and (not blocked or self.decision.status in ("regressed",
+                                                                                              "needs_labels"))
 
 
 def default_eval_set(config: FullConfig, index: Index, embedder: Embedder, cache_dir: Path) -> list[EvalSample]:
@@ -251,9 +335,11 @@ class Evaluator:
 
 
 def run(generator: str, limit: int | None, gate: GateThresholds = GATE, sizes: tuple[int, ...] = (),
-        only: tuple[str, ...] = ()) -> tuple[list[Outcome], dict[int, dict[str, str]], int, GateThresholds]:
+        only: tuple[str, ...] = (), questions: str = "default"
+        ) -> tuple[list[Outcome], dict[int, dict[str, str]], int, GateThresholds]:
     """Every planted change (or those whose name starts with one of `only`) gated against the baseline;
-    also, per subset size, the gate's status."""
+    also, per subset size, the gate's status. `questions="zenml"` with the local generator: the ZenML
+    question set (no test set to generate first: the quick run)."""
     config = load_config(ROOT / "configs" / "full.yaml", FullConfig)
     match = config.evaluate.retrieval.match
     index, embedder = build_index(config)
@@ -261,7 +347,8 @@ def run(generator: str, limit: int | None, gate: GateThresholds = GATE, sizes: t
     server = None
     if generator == "local":
         llm_cache = CACHE / "llm"
-        samples = default_eval_set(config, index, embedder, llm_cache)[:limit]
+        samples = (question_set(index, match) if questions == "zenml"
+                   else default_eval_set(config, index, embedder, llm_cache))[:limit]
         llm = config.evaluate.system.generator.model_copy(
             update={"temperature": 0.3, "seed": 0, "cache_dir": str(llm_cache)})
         judges = config.evaluate.judges
@@ -291,18 +378,25 @@ def run(generator: str, limit: int | None, gate: GateThresholds = GATE, sizes: t
         print(f"baseline: {len(samples)} questions answered and evaluated in "
               f"{time.perf_counter() - started:.0f} s", flush=True)
         outcomes, per_size = [], {n: {} for n in sizes}
-        by_name = {c.name: c for c in changes()}
+        by_name = {c.name: c for c in changes(local=generator == "local")}
         names = dict.fromkeys(n for prefix in only for n in by_name if n.startswith(prefix)) if only else by_name
         picked = [by_name[n] for n in names]
         for change in picked:  # in the order asked for
             started = time.perf_counter()
             answers = change.make(index, embedder, llm)
-            answers = truncate(base_answers) if answers is None else answers
+            if answers is None and change.edit is not None:
+                answers = change.edit(base_answers[:len(samples)]) + base_answers[len(samples):]  # e2e kept
+            assert answers is not None, change.name
             top_k = 1 if change.name.startswith("top_k") else 3
             cold = tempfile.mkdtemp(prefix="cold-judge-cache-") if "cold" in change.name else None
             metrics = evaluate(samples, answers, top_k, cache_dir=cold)
             comparison = compare_runs(metrics, base, thresholds=gate, new_label=change.name, old_label="baseline")
-            outcome = Outcome(change, comparison, gate_decision(comparison, gate), time.perf_counter() - started)
+            plans = labels_plans(comparison, metrics, base, run="<this run>", thresholds=gate)
+            outcome = Outcome(change, comparison, gate_decision(comparison, gate, plans=plans),
+                              time.perf_counter() - started, changed=sum(
+                                  a.answer != b.answer for a, b in zip(answers, base_answers, strict=True)),
+                              strict=gate_decision(comparison, gate.model_copy(update={"weak_judge": "labels"}),
+                                                   plans=plans))
             outcomes.append(outcome)
             print(f"  {change.name}: {'blocked' if not outcome.decision.promote else 'promoted'} "
                   f"({outcome.decision.status}, {outcome.seconds:.0f} s)", flush=True)
@@ -335,8 +429,8 @@ def _first(metrics: dict[str, MetricResult], samples: list[EvalSample], answers:
 def table(outcomes: list[Outcome], gate: GateThresholds) -> str:
     """Markdown: one row per change, one column per gated metric (diff, interval, verdict), the gate."""
     metrics = gate.gated_metrics or []
-    head = "| change | expected | gate | " + " | ".join(metrics) + " |"
-    lines = [head, "|" + "---|" * (3 + len(metrics))]
+    head = "| change | answers changed | expected | gate | weak_judge: labels | " + " | ".join(metrics) + " |"
+    lines = [head, "|" + "---|" * (5 + len(metrics))]
     for o in outcomes:
         cells = []
         for m in metrics:
@@ -345,7 +439,9 @@ def table(outcomes: list[Outcome], gate: GateThresholds) -> str:
                          if r.diff is not None else r.verdict)
         expected = "block" if o.change.regression else "promote"
         got = ("**blocked**" if not o.decision.promote else "promoted") + ("" if o.ok else " (WRONG)")
-        lines.append(f"| {o.change.name} | {expected} | {got} ({o.decision.status}) | " + " | ".join(cells) + " |")
+        strict = o.strict.status if o.strict is not None else ""
+        lines.append(f"| {o.change.name} | {o.changed} | {expected} | {got} ({o.decision.status}) | {strict} | "
+                     + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
@@ -359,12 +455,15 @@ def main(argv: list[str] | None = None) -> int:
                         help="comma-separated planted changes to run, in this order "
                              "(name prefixes, e.g. 'top_k,no-op'); default all")
     parser.add_argument("--sizes", default="8,16,24", help="also gate on the first N questions, for each N")
+    parser.add_argument("--questions", choices=("default", "zenml"), default="default",
+                        help="with --generator local: the default's evaluation set (generated first, ~30 min) or "
+                             "the ZenML question set of the bundled corpus (no generation)")
     parser.add_argument("--markdown", default=None, help="write the tables to this Markdown file too")
     args = parser.parse_args(argv)
     sizes = tuple(int(n) for n in args.sizes.split(",") if n.strip())
     started = time.perf_counter()
     only = tuple(name.strip() for name in args.changes.split(",") if name.strip()) if args.changes else ()
-    outcomes, per_size, n, gate = run(args.generator, args.limit, GATE, sizes, only)
+    outcomes, per_size, n, gate = run(args.generator, args.limit, GATE, sizes, only, args.questions)
     out = [f"Gate power: {n} questions, generator {args.generator}, "
            f"{time.perf_counter() - started:.0f} s in all", "", table(outcomes, gate), ""]
     for o in outcomes:

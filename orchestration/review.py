@@ -24,6 +24,7 @@ from zenml.enums import ExecutionStatus
 
 from ragwatch.results import MetricResult
 from ragwatch.review import (
+    Design,
     HumanLabels,
     LabelProblem,
     read_label_file,
@@ -81,16 +82,14 @@ def model_name_of(run: Any) -> str:
 
 
 def export_review(run: str | None = None, n: int = 50, metrics: Sequence[str] | None = None, seed: int = 0,
-                  out_dir: Path = REVIEWS_DIR) -> tuple[Path, Path, str]:
+                  out_dir: Path = REVIEWS_DIR, *, design: Design = "active") -> tuple[Path, Path, str]:
     """Write the review sample of `run`; returns the CSV and JSONL paths and a summary line."""
     found = find_run(run)
     rows, judged = run_items(found)
-    sample = review_sample(rows, judged, n=n, metric_names=metrics, seed=seed, run_id=str(found.id))
+    sample = review_sample(rows, judged, n=n, metric_names=metrics, seed=seed, run_id=str(found.id), design=design)
     csv_path, jsonl_path = write_review_files(sample, out_dir, f"{found.name}-review")
-    strata = ", ".join(f"{h} {c['drawn']}/{c['items']}" for h, c in sample.strata.items())
-    summary = (f"{len(sample.rows)} items of run {found.name} for review (seed {seed}; stratified by the "
-               f"{sample.stratified_by} judge: {strata}); label columns: "
-               + ", ".join(f"label:{m}" for m in sample.metrics))
+    summary = (f"{len(sample.rows)} items of run {found.name} for review (seed {seed}; {sample.describe()}); "
+               "label columns: " + ", ".join(f"label:{m}" for m in sample.metrics))
     return csv_path, jsonl_path, summary
 
 

@@ -27,6 +27,7 @@ from orchestration.review import find_run, model_name_of, run_items, save_labels
 from orchestration.scheduling import state_dir
 from ragwatch.review import (
     DEFAULT_TARGET,
+    Design,
     HumanLabels,
     LabelLog,
     ReviewApp,
@@ -168,7 +169,7 @@ class ArtifactSync:
 
 def serve_review(run: str | None = None, metrics: Sequence[str] | None = None, *, n: int = DEFAULT_TARGET,
                  seed: int = 0, port: int = DEFAULT_PORT, reviewer: str | None = None,
-                 duration_s: float | None = None) -> int:
+                 duration_s: float | None = None, design: Design = "active") -> int:
     """Serve the review page until Ctrl-C (or `duration_s`); ValueError on bad input (exit 2)."""
     server = make_server(port)  # first: a taken port is reported before the run is loaded
     try:
@@ -177,7 +178,7 @@ def serve_review(run: str | None = None, metrics: Sequence[str] | None = None, *
         model_name_of(found)  # labels belong to a system: refuse a run without a model version now
         log = LabelLog(log_path_for(found))
         session = ReviewSession.start(rows, judged, log, run_id=str(found.id), run_name=str(found.name), n=n,
-                                      metrics=metrics, seed=seed, reviewer=reviewer)
+                                      metrics=metrics, seed=seed, reviewer=reviewer, design=design)
         if not session.items:
             raise ValueError(f"run {found.name}: no sampled item has a judge score to compare labels with")
         sync = ArtifactSync(session, found)
@@ -191,7 +192,7 @@ def serve_review(run: str | None = None, metrics: Sequence[str] | None = None, *
     state = session.state()
     url = f"http://127.0.0.1:{server.server_address[1]}/"
     print(f"review of run {found.name}: {state['labelled']} of {state['target']} items labelled "
-          f"({', '.join(session.sample.metrics)}; seed {seed}, stratified by {session.sample.stratified_by})",
+          f"({', '.join(session.sample.metrics)}; seed {seed}; {session.sample.describe()})",
           flush=True)
     if caught_up:
         print(f"saved labels the last session had not: human_labels version {caught_up}", flush=True)

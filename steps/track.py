@@ -17,6 +17,7 @@ from ragwatch.checks.system_metrics import NOTHING_ANSWERED, SYSTEM_METRICS, rep
 from ragwatch.config import EvaluateConfig
 from ragwatch.decision.compare import compare_runs
 from ragwatch.decision.gate import GateDecision, gate_decision
+from ragwatch.decision.labels_plan import labels_plans
 from ragwatch.evalset.assemble import generation_samples
 from ragwatch.report.markdown import build_markdown_summary
 from ragwatch.report.page import build_html_report
@@ -101,7 +102,9 @@ def track_evaluation(
             metrics, prod_metrics.metrics, thresholds=config.gate, new_label="this run", old_label="production",
             new_unavailable=merged.unavailable, old_unavailable=prod_metrics.unavailable,
         )
-    decision = gate_decision(comparisons.production, config.gate)
+    plans = labels_plans(comparisons.production, metrics, production[2].metrics if production else {},
+                         run=str(run.name), thresholds=config.gate)
+    decision = gate_decision(comparisons.production, config.gate, plans=plans)
     if comparisons.production is not None and not comparisons.same_eval_set_as_production:
         decision.reasons.append(
             "production was evaluated on a different evaluation set: metrics were compared on the "

@@ -5,6 +5,14 @@ metrics gate, and what an "inconclusive" gated metric does (`inconclusive`): "pr
 regressions block), "hold" (any inconclusive gated metric holds the promotion), "min_n" (the default:
 inconclusive holds only when fewer than `min_n` items were compared, i.e. when the evaluation set is
 too small to decide).
+
+A gated judge whose measured agreement is below `min_judge_kappa` does not decide alone
+(`_weak_judge`): with `weak_judge: paired` its own paired difference still blocks a clear regression
+(both runs scored by the same judge and calibration, else the row is not comparable); a drop it sees
+but cannot decide (its interval below 0, or its point drop beyond the allowed drop) makes the verdict
+"needs_labels", naming how many labels decide it and the `review serve` command
+(`ragwatch.decision.labels_plan`); once this run has labels, the prediction-powered paired difference
+decides. Human labels on both runs make it gate as any metric (`ragwatch.decision.compare`).
 `gate_decision` reads the verdicts of a `ragwatch.decision.compare.Comparison` and returns a `GateDecision`.
 
 Example:
@@ -15,6 +23,7 @@ Example:
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, Field, model_validator
@@ -24,16 +33,19 @@ from ragwatch.fmt import fmt_num, fmt_signed
 
 if TYPE_CHECKING:
     from ragwatch.decision.compare import Comparison, MetricComparison
+    from ragwatch.decision.labels_plan import LabelsPlan
 
 # "not_evaluated": the run could not be evaluated (system unreachable, budget reached, ...); reasons[0] says why
-GateStatus = Literal["promote", "regressed", "hold", "no_baseline", "not_evaluated"]
+# "needs_labels": a weak judge sees a drop it cannot size; reasons say how many labels and the command
+GateStatus = Literal["promote", "regressed", "hold", "no_baseline", "not_evaluated", "needs_labels"]
 
 
 class GateDecision(BaseModel):
     """Promote or not, and why (one reason per regressed or held metric, or why it passed).
 
     `status`: "promote", "regressed" (a gated metric got worse), "hold" (nothing regressed but the
-    team's inconclusive rule asks for more evidence), "no_baseline" (first evaluation: promoted).
+    team's inconclusive rule asks for more evidence), "no_baseline" (first evaluation: promoted),
+    "needs_labels" (a judge below the agreement bar sees a drop it cannot decide: human labels will).
     `flags`: warnings that do not decide, e.g. a constant judge that was excluded from gating.
     """
 
@@ -47,18 +59,20 @@ class GateDecision(BaseModel):
         # a decision built by hand with promote=False and no status is a refusal
         if not self.promote and self.status in ("promote", "no_baseline"):
             self.status = "regressed"
-        if self.promote and self.status in ("regressed", "hold", "not_evaluated"):
+        if self.promote and self.status in ("regressed", "hold", "not_evaluated", "needs_labels"):
             raise ValueError(f"promote=True contradicts status {self.status!r}")
         return self
 
 
-def gate_decision(comparison: Comparison | None, thresholds: GateThresholds | None = None) -> GateDecision:
+def gate_decision(comparison: Comparison | None, thresholds: GateThresholds | None = None, *,
+                  plans: Mapping[str, LabelsPlan] | None = None) -> GateDecision:
     """Promote unless a gated metric regressed beyond its allowed drop (or vanished), or the team's
     inconclusive rule holds the promotion.
 
     Refuses also when a gated metric has no scored item in the new run, when a metric named in
     `gated_metrics` is missing from the new run, and when a `gated_metrics` pattern matches nothing
     (most likely a typo in the config). Constant judges never gate; they are listed in `flags`.
+    `plans` (`ragwatch.decision.labels_plan.labels_plans`): labels needed per below-the-bar judge.
     """
     thresholds = thresholds or GateThresholds()
     if comparison is None or not comparison.has_baseline:
@@ -67,6 +81,7 @@ def gate_decision(comparison: Comparison | None, thresholds: GateThresholds | No
     held: list[str] = []
     flags: list[str] = []
     opinions: list[str] = []
+    needs: list[str] = []
     for r in comparison.rows:
         if r.constant_value is not None:
             flags.append(_constant_flag(r))
@@ -74,19 +89,13 @@ def gate_decision(comparison: Comparison | None, thresholds: GateThresholds | No
             flags.append(f"{r.metric}: {r.note}")
         if not thresholds.is_gated(r.metric):
             continue
-        if (below := _below_agreement_bar(r, thresholds)) is not None:
-            opinions.append(below)
+        if (weak := _weak_judge(r, thresholds, plans)) is not None:
+            {"reason": reasons, "needs": needs, "opinion": opinions}[weak[0]].append(weak[1])
             continue
         diff, low, high = r.decided_interval
         basis = " from human labels (prediction-powered)" if r.basis == "labelled" else ""
         if r.verdict == "regressed":
-            worse = "dropped" if r.higher_is_better else "rose"
-            reasons.append(
-                f"{r.metric} regressed: {worse} by {fmt_num(abs(diff or 0.0))} "
-                f"({fmt_num(r.old_score)} -> {fmt_num(r.new_score)}, diff {fmt_signed(diff)}, "
-                f"95% CI{basis} [{fmt_signed(low)}, {fmt_signed(high)}], {r.method}, n={r.n_compared}), "
-                f"beyond the allowed drop of {fmt_num(r.allowed_drop)}"
-            )
+            reasons.append(_regressed(r, basis))
         elif r.verdict == "not_comparable" and r.n_new == 0 and r.n_old > 0:
             reasons.append(f"{r.metric}: no item could be scored in the new run ({r.note})")
         elif r.verdict == "removed" and thresholds.gated_metrics is not None:
@@ -105,7 +114,9 @@ def gate_decision(comparison: Comparison | None, thresholds: GateThresholds | No
             reasons.append(f"gated metric {pattern!r} matches no metric in either run; "
                            f"check gated_metrics in the config (have {[r.metric for r in comparison.rows]})")
     if reasons:
-        return GateDecision(promote=False, reasons=reasons + held + opinions, status="regressed", flags=flags)
+        return GateDecision(promote=False, reasons=reasons + needs + held + opinions, status="regressed", flags=flags)
+    if needs:
+        return GateDecision(promote=False, reasons=needs + held + opinions, status="needs_labels", flags=flags)
     if held:
         advice = ("add questions to the evaluation set, or set gate.inconclusive: promote to accept "
                   "undecided metrics")
@@ -114,6 +125,87 @@ def gate_decision(comparison: Comparison | None, thresholds: GateThresholds | No
     summary = ", ".join(f"{v} {k}" for k, v in sorted(counts.items()))
     reason = f"no gated metric regressed vs {comparison.old_label} ({summary})"
     return GateDecision(promote=True, reasons=[reason, *opinions], status="promote", flags=flags)
+
+
+def _regressed(row: MetricComparison, basis: str, *, why: str = "") -> str:
+    """The one wording of a regression."""
+    diff, low, high = row.decided_interval
+    worse = "dropped" if row.higher_is_better else "rose"
+    return (f"{row.metric} regressed: {worse} by {fmt_num(abs(diff or 0.0))} "
+            f"({fmt_num(row.old_score)} -> {fmt_num(row.new_score)}, diff {fmt_signed(diff)}, "
+            f"95% CI{basis} [{fmt_signed(low)}, {fmt_signed(high)}], {row.method}, n={row.n_compared}), "
+            f"beyond the allowed drop of {fmt_num(row.allowed_drop)}{why}")
+
+
+WeakJudge = tuple[Literal["reason", "needs", "opinion"], str]
+
+
+def _weak_judge(row: MetricComparison, thresholds: GateThresholds, plans: Mapping[str, LabelsPlan] | None
+                ) -> WeakJudge | None:
+    """What a gated metric whose judge is below `min_judge_kappa` does (see the module doc): a reason
+    to refuse, a call for labels, or an opinion that does not decide; None when its judge decides as
+    any metric (measured agreement at the bar, not measured, or human labels on both runs)."""
+    agreement = row.agreement
+    if agreement is None or row.basis == "labelled" or agreement.kappa >= thresholds.min_judge_kappa:
+        return None
+    bar = (f"its judge's measured agreement, kappa {agreement.kappa:.2f} on {agreement.n} {agreement.data}, "
+           f"is below gate.min_judge_kappa {thresholds.min_judge_kappa:.2f}")
+    if row.verdict not in ("regressed", "inconclusive", "unchanged", "improved"):
+        return "opinion", _below_agreement_bar(row, thresholds) or bar
+    plan = (plans or {}).get(row.metric)
+    if plan is not None and plan.paired is not None:
+        return _labelled_paired(row, plan, thresholds)
+    if thresholds.weak_judge == "paired" and row.verdict == "regressed":
+        return "reason", _regressed(row, "", why=(
+            f"; {bar}, but the same judge and calibration scored both runs and its own paired difference "
+            "blocks a clear regression (gate.weak_judge: paired)"))
+    if sees_drop(row):
+        return "needs", _needs_labels(row, plan, bar)
+    return "opinion", _below_agreement_bar(row, thresholds) or bar
+
+
+def sees_drop(row: MetricComparison) -> bool:
+    """The judge sees a drop: its interval lies below 0 (in the bad direction), or its point drop
+    exceeds the allowed drop."""
+    if row.diff is None or row.diff_low is None or row.diff_high is None:
+        return False
+    gain, gain_high = (row.diff, row.diff_high) if row.higher_is_better else (-row.diff, -row.diff_low)
+    return gain_high < 0 or gain < -row.allowed_drop
+
+
+def _needs_labels(row: MetricComparison, plan: LabelsPlan | None, bar: str) -> str:
+    """The needs-labels wording: what the judge sees, why it cannot decide, how many labels and the command."""
+    seen = (f"{row.metric} needs labels: its judge sees a drop (diff {fmt_signed(row.diff)}, 95% CI "
+            f"[{fmt_signed(row.diff_low)}, {fmt_signed(row.diff_high)}], {row.method}, n={row.n_compared}; "
+            f"allowed drop {fmt_num(row.allowed_drop)}) but {bar}, so it cannot size the drop alone")
+    if plan is None:
+        return seen + (f"; label this run's answers (python run.py review serve --metric {row.metric}), "
+                       "then evaluate again")
+    if plan.labels is None:
+        return (seen + f"; {plan.n_changed} of {plan.n_paired} answers changed, and even labels on all of them may "
+                f"not decide a difference this close to the allowed drop: {plan.command}, then evaluate again")
+    more = f" ({plan.note})" if plan.note else ""
+    return (seen + f"; label {plan.labels} of this run's answers ({plan.power}; active sampling; {plan.n_changed} "
+            f"of {plan.n_paired} answers changed){more}: {plan.command}, then evaluate again")
+
+
+def _labelled_paired(row: MetricComparison, plan: LabelsPlan, thresholds: GateThresholds) -> WeakJudge:
+    """The decision on the prediction-powered paired difference from this run's labels; an undecided one
+    follows the team's inconclusive rule, as any metric's."""
+    p = plan.paired
+    assert p is not None
+    interval = (f"diff {fmt_signed(p.diff)}, 95% CI [{fmt_signed(p.low)}, {fmt_signed(p.high)}] from {p.n_labels} "
+                f"human labels on the {p.n_changed} of {p.n_paired} answers that changed (prediction-powered, "
+                f"paired with production's judge scores); allowed drop {fmt_num(row.allowed_drop)}")
+    if p.verdict == "regressed":
+        return "reason", f"{row.metric} regressed on human labels: {interval}"
+    if p.verdict == "cleared":
+        return "opinion", f"{row.metric} cleared by human labels: {interval}"
+    undecided = f"{interval}: neither shows nor rules out a drop beyond the allowed one"
+    if not _holds(row, thresholds):
+        return "opinion", f"{row.metric} undecided on human labels ({undecided}); gate.inconclusive promotes it"
+    more = f"{plan.labels} labels in all" if plan.labels else "more labels"
+    return "needs", f"{row.metric} needs labels: {undecided}; {more} decide it: {plan.command}, then evaluate again"
 
 
 def _below_agreement_bar(row: MetricComparison, thresholds: GateThresholds) -> str | None:

@@ -15,6 +15,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 InconclusiveRule = Literal["promote", "hold", "min_n"]
+WeakJudgeRule = Literal["paired", "labels"]
 
 
 def matches(name: str, pattern: str) -> bool:
@@ -29,7 +30,7 @@ class GateThresholds(BaseModel):
     `per_metric` and `gated_metrics` match exactly, by prefix or as globs. Whether a drop is a fall or
     a rise is the metric's own `MetricInfo.direction`, set where the metric is made; the gate has no
     say in it (a former `lower_is_better` list is refused with what to do instead).
-    `inconclusive` and `min_n`: see `ragwatch.decision.gate`.
+    `inconclusive`, `min_n`, `min_judge_kappa` and `weak_judge`: see `ragwatch.decision.gate`.
 
     Example:
         >>> GateThresholds(default_allowed_drop=0.02, per_metric={"faithfulness": 0.05},
@@ -48,9 +49,12 @@ class GateThresholds(BaseModel):
     """Undecided gated metrics: promote, hold, or min_n (hold when fewer than `min_n` items were compared)."""
     min_n: int = Field(30, ge=2)
     """Items compared below which an undecided metric holds (`inconclusive: min_n`)."""
-    # a judge whose measured agreement with labels of its kind is below this kappa is shown, not gated
     min_judge_kappa: float = Field(0.6, ge=-1.0, le=1.0)
-    """A judge whose measured agreement (Cohen's kappa) is below this is shown, not gated."""
+    """A judge whose measured agreement (Cohen's kappa) with labels of its kind is below this does not decide alone."""
+    weak_judge: WeakJudgeRule = "paired"
+    """What a judge below `min_judge_kappa` still does: paired (its own paired difference blocks a clear regression
+    when the same judge and calibration scored both runs; a drop it sees but cannot size asks for labels) or labels
+    (every drop it sees asks for labels)."""
 
     @model_validator(mode="before")
     @classmethod

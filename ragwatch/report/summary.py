@@ -163,7 +163,7 @@ def verdict_line(comparisons: Mapping[str, Comparison], gate: GateDecision | Non
         parts.append("Gate: " + gate_label(gate) + ".")
     if (gate is not None and gate.status == "regressed") or "worse" in kinds:
         cls = "bad"
-    elif gate is not None and gate.status == "hold":
+    elif gate is not None and gate.status in ("hold", "needs_labels"):
         cls = "hold"
     elif "better" in kinds or "same" in kinds:
         cls = "ok"
@@ -173,7 +173,8 @@ def verdict_line(comparisons: Mapping[str, Comparison], gate: GateDecision | Non
 
 
 _GATE_WORDS = {"promote": "PROMOTED", "no_baseline": "PROMOTED (first production baseline)",
-               "regressed": "NOT PROMOTED (regression)", "hold": "NOT PROMOTED (held: too little evidence)"}
+               "regressed": "NOT PROMOTED (regression)", "hold": "NOT PROMOTED (held: too little evidence)",
+               "needs_labels": "NOT PROMOTED (needs labels: the judge sees a drop it cannot decide)"}
 
 
 def gate_label(gate: GateDecision) -> str:

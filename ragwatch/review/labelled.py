@@ -1,9 +1,12 @@
 """What human labels estimate: prediction-powered estimates of judged metrics.
 
 `attach_labelled` fills `MetricResult.labelled` with a prediction-powered estimate (PPI++, see
-`ragwatch.statistics.ppi`) for every metric that has human labels on at least 2 of its scored items. A label
-carries the `judged_key` of the item it labelled (the hash of the answer and its statements) and is
-not used for a different answer of the same item id (`labels_of_changed_answers`).
+`ragwatch.statistics.ppi`; each label weighted by 1 / its inclusion probability, so an active or
+stratified review sample is weighted back, and the labels' variance floored at what the judge's own
+probabilities imply, `ragwatch.review.spread`) for every metric that has human labels on at least 2
+of its scored items. A label carries the `judged_key` of the item it labelled (the hash of the
+answer and its statements) and is not used for a different answer of the same item id
+(`labels_of_changed_answers`).
 
 Example:
     >>> metrics, skipped = attach_labelled(judged, labels)  # doctest: +SKIP
@@ -16,6 +19,7 @@ from typing import Any
 
 from ragwatch.results import LabelledEstimate, MetricResult
 from ragwatch.review.labels import HumanLabel, HumanLabels
+from ragwatch.review.spread import spreads_of
 from ragwatch.statistics.ppi import ppi_mean
 
 MIN_LABELS = 2  # an interval needs a variance, so at least two labelled items
@@ -34,9 +38,10 @@ def labelled_estimate(result: MetricResult, labels: dict[str, HumanLabel], *, co
                    "longer apply (label the new answers)") if stale else ""
         return None, (f"{len(used)} human label(s) on this run's scored items; at least {MIN_LABELS} are "
                       f"needed (python run.py review export, then review import){changed}")
+    noise = spreads_of(result)
     est = ppi_mean([lab.value for lab in used], [scored[lab.item_id] for lab in used], list(scored.values()),
                    weights=[1.0 / lab.inclusion_prob for lab in used], confidence=confidence,
-                   bounds=result.info.scale)
+                   bounds=result.info.scale, noise=[noise[lab.item_id][1] for lab in used])
     details: dict[str, Any] = {
         "lambda": est.lam,
         "labelled_only": est.labelled_only,
@@ -46,6 +51,9 @@ def labelled_estimate(result: MetricResult, labels: dict[str, HumanLabel], *, co
         "labels_of_changed_answers": len(stale),
         "labels_not_in_run": len(labels) - len(used) - on_failed - len(stale),
         "interval": f"t interval, {est.confidence:.0%}, weighted by inclusion probability",
+        # the labels behind it (item id -> [label, inclusion probability]): what the gate's paired
+        # difference against production is computed from (`ragwatch.decision.labels_plan`)
+        "labels": {lab.item_id: [lab.value, lab.inclusion_prob] for lab in used},
     }
     return LabelledEstimate(method="ppi++", score=est.estimate, ci_low=est.ci_low, ci_high=est.ci_high,
                             n_labels=est.n_labels, n_items=est.n_items,

@@ -24,7 +24,7 @@ from ragwatch.review.items import ReviewItem, TaskKind, build_item
 from ragwatch.review.labelled import MIN_LABELS, labelled_estimate
 from ragwatch.review.labels import HumanLabel
 from ragwatch.review.log import LabelEvent, LabelLog, LabelState, replay
-from ragwatch.review.sample import LABEL_PREFIX, ReviewSample, review_sample
+from ragwatch.review.sample import LABEL_PREFIX, Design, ReviewSample, review_sample
 
 DEFAULT_TARGET = 30
 AGREEMENT_RESAMPLES = 1000  # bootstrap resamples of the live agreement box: fast enough per label
@@ -44,9 +44,9 @@ class ReviewSession:
     @classmethod
     def start(cls, rows: Sequence[dict[str, Any]], judged: dict[str, MetricResult], log: LabelLog, *,
               run_id: str, run_name: str, n: int = DEFAULT_TARGET, metrics: Sequence[str] | None = None,
-              seed: int = 0, reviewer: str | None = None) -> ReviewSession:
+              seed: int = 0, reviewer: str | None = None, design: Design = "active") -> ReviewSession:
         """Draw the review sample (as `review export` does) and open or continue its log."""
-        sample = review_sample(rows, judged, n=n, metric_names=metrics, seed=seed, run_id=run_id)
+        sample = review_sample(rows, judged, n=n, metric_names=metrics, seed=seed, run_id=run_id, design=design)
         by_id = {row["item_id"]: row for row in rows}
         items = [build_item(k, row, by_id[row["item_id"]], judged, sample.metrics)
                  for k, row in enumerate(sample.rows)]
@@ -54,7 +54,8 @@ class ReviewSession:
         for k, item in enumerate(items):
             item.index = k
         params = {"run_id": run_id, "run_name": run_name, "metrics": sample.metrics, "n": n, "seed": seed,
-                  "stratified_by": sample.stratified_by, "strata": sample.strata}
+                  "stratified_by": sample.stratified_by, "strata": sample.strata,
+                  "design": sample.design}
         if replay(log.events()).params != params:
             log.append(LabelEvent(kind="session", params=params, reviewer=reviewer))
         return cls(sample, items, judged, log, run_name=run_name, reviewer=reviewer)

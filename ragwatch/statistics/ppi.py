@@ -22,8 +22,13 @@ were drawn from, which is what the judge-only bootstrap interval targets too). I
 
 (the sampling of labels among the N items, with the finite-population correction, plus the
 sampling of the N items). Weights are 1 / inclusion probability, normalized to mean 1, so a
-stratified label sample is weighted back to the population (Hajek form). The interval uses the
-t quantile with n - 1 degrees of freedom, then is clipped to the metric's scale.
+stratified or active label sample (`ragwatch.statistics.active`) is weighted back to the population
+(Hajek form). With unequal weights the finite-population correction is per item, `1 - pi_i`
+(the Poisson approximation of the design variance): `pi_i` is the item's inclusion probability
+rescaled so that the labels given estimate N (`n / (N w_i)` with the normalized weight w_i), which
+is exactly n/N for equal weights and stays right when only the first n of a larger drawn sample
+were labelled. The interval uses the t quantile with n - 1 degrees of freedom, then is clipped to
+the metric's scale.
 
 We do not depend on the `ppi_python` package: it pulls numba/llvmlite, statsmodels and gdown (a
 Google Drive downloader) for a mean that takes 30 lines of numpy; `tests/unit/test_ppi.py` checks
@@ -42,6 +47,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from functools import lru_cache
 
 import numpy as np
 from pydantic import BaseModel
@@ -62,6 +68,12 @@ class PPIEstimate(BaseModel):
     confidence: float = 0.95
 
 
+@lru_cache(maxsize=256)
+def _t_quantile(confidence: float, df: int) -> float:
+    """The two-sided t quantile (cached: simulations call this thousands of times with the same few df)."""
+    return float(stats.t.ppf(0.5 + confidence / 2, df=df))
+
+
 def _weights(weights: Sequence[float] | np.ndarray | None, n: int) -> np.ndarray:
     if weights is None:
         return np.ones(n)
@@ -72,12 +84,12 @@ def _weights(weights: Sequence[float] | np.ndarray | None, n: int) -> np.ndarray
     return w / w.mean()
 
 
-def _weighted_mean_var(x: np.ndarray, w: np.ndarray) -> tuple[float, float]:
-    """Weighted mean and the linearized variance of that (Hajek) mean: sum w^2 (x - m)^2 / (sum w)^2,
-    scaled by n/(n-1); with equal weights this is the usual s^2 / n."""
+def _weighted_mean_var(x: np.ndarray, w: np.ndarray, fpc: np.ndarray | float = 1.0) -> tuple[float, float]:
+    """Weighted mean and the linearized variance of that (Hajek) mean: sum fpc w^2 (x - m)^2 / (sum w)^2,
+    scaled by n/(n-1); with equal weights and fpc 1 this is the usual s^2 / n."""
     n = x.size
     m = float((w * x).sum() / w.sum())
-    v = float((w**2 * (x - m) ** 2).sum() / w.sum() ** 2) * n / (n - 1)
+    v = float((fpc * w**2 * (x - m) ** 2).sum() / w.sum() ** 2) * n / (n - 1)
     return m, v
 
 
@@ -104,13 +116,17 @@ def ppi_mean(
     confidence: float = 0.95,
     lam: float | None = None,
     bounds: tuple[float, float] | None = None,
+    noise: Sequence[float] | np.ndarray | None = None,
 ) -> PPIEstimate:
     """PPI++ mean of the human labels `y` given judge scores on the labelled items and on all items.
 
     `f_all` holds the judge score of every judged item (the labelled ones included); `weights` are
     1 / inclusion probability of each labelled item (None: a simple random sample). `lam=None`
     tunes lambda; pass a number to fix it (0: labels only, 1: classic PPI). `bounds` clips the
-    interval to the metric's scale.
+    interval to the metric's scale. `noise`: the standard deviation each labelled item's label has
+    given the judge's calibrated probabilities (`ragwatch.review.spread.label_noise`); the labels'
+    variance is then never taken below what that noise implies (a floor: a few labels of items the
+    judge is sure of rarely show the rare disagreement that their weight makes count).
     """
     y_arr = np.asarray(y, dtype=float)
     f_lab = np.asarray(f_labelled, dtype=float)
@@ -129,15 +145,23 @@ def ppi_mean(
         raise ValueError(f"confidence must be in (0, 1), got {confidence}")
     w = _weights(weights, n)
     tuned = power_tuned_lambda(y_arr, f_lab, f, w) if lam is None else float(lam)
-    q = float(stats.t.ppf(0.5 + confidence / 2, df=n - 1))
-    fpc = 1.0 - n / big_n
+    q = _t_quantile(confidence, n - 1)
+    fpc = np.clip(1.0 - n / (big_n * w), 0.0, 1.0)  # 1 - pi_i; 1 - n/N for equal weights
     _, y_var = _weighted_mean_var(y_arr, w)
     y_pop_var = y_var * n  # Var_w(y) itself, for the item-sampling term
 
+    floor_var = 0.0
+    if noise is not None:
+        sd = np.asarray(noise, dtype=float)
+        if sd.shape != (n,) or not np.isfinite(sd).all() or (sd < 0).any():
+            raise ValueError("noise must be one finite standard deviation >= 0 per labelled item")
+        floor_var = float((fpc * w**2 * sd**2).sum() / w.sum() ** 2) * n / (n - 1)
+
     def interval(lam_: float) -> tuple[float, float, float]:
-        rect_mean, rect_var = _weighted_mean_var(y_arr - lam_ * f_lab, w)
+        rect_mean, rect_var = _weighted_mean_var(y_arr - lam_ * f_lab, w, fpc)
+        rect_var = max(rect_var, floor_var)
         point = lam_ * float(f.mean()) + rect_mean
-        half = q * math.sqrt(max(fpc * rect_var + y_pop_var / big_n, 0.0))
+        half = q * math.sqrt(max(rect_var + y_pop_var / big_n, 0.0))
         low, high = point - half, point + half
         if bounds is not None:
             low, high = max(low, bounds[0]), min(high, bounds[1])

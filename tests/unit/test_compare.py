@@ -428,7 +428,7 @@ def test_handcrafted_tests_compare_exactly_case_by_case_at_any_n():
     assert row.verdict == "unchanged" and "worse: bad/0" in row.note and "better: good/0" in row.note
 
 
-def test_a_judge_below_the_agreement_bar_is_shown_not_gated_and_the_reasons_say_why():
+def test_a_judge_below_the_agreement_bar_does_not_decide_alone_and_the_reasons_say_why():
     from ragwatch.results import JudgeAgreement
 
     def judged(kappa: float | None) -> MetricInfo:
@@ -437,16 +437,21 @@ def test_a_judge_below_the_agreement_bar_is_shown_not_gated_and_the_reasons_say_
             n=72, data="statements of RAG answers", labels="reference labels")
         return MetricInfo(family="judge", judge_model="local/j", prompt_version="v5", agreement=agreement)
 
-    th = GateThresholds(default_allowed_drop=0.05, min_judge_kappa=0.6)
-    for kappa, blocks in ((0.42, False), (0.75, True), (None, True)):
+    th = GateThresholds(default_allowed_drop=0.05, min_judge_kappa=0.6, weak_judge="labels")
+    for kappa, status in ((0.42, "needs_labels"), (0.75, "regressed"), (None, "regressed")):
         old = {"faithfulness": result("faithfulness", BASE, info=judged(kappa))}
         new = {"faithfulness": result("faithfulness", BASE - 0.2, info=judged(kappa))}
         decision = gate_decision(compare_runs(new, old, thresholds=th), th)
-        assert decision.promote is not blocks, (kappa, decision.reasons)
-        if not blocks:
-            (note,) = [r for r in decision.reasons if "not gated" in r]
+        assert decision.status == status and not decision.promote, (kappa, decision.reasons)
+        if kappa == 0.42:  # a drop the judge sees but, below the bar, cannot size: labels decide
+            (note,) = [r for r in decision.reasons if "needs labels" in r]
             assert "kappa 0.42" in note and "72 statements of RAG answers" in note and "min_judge_kappa 0.60" in note
             assert "-0.200" in note  # the change is still shown
+    # no drop the judge can see: shown, not gated, promoted
+    old = {"faithfulness": result("faithfulness", BASE, info=judged(0.42))}
+    new = {"faithfulness": result("faithfulness", BASE + 0.01, info=judged(0.42))}
+    decision = gate_decision(compare_runs(new, old, thresholds=th), th)
+    assert decision.promote and any("not gated" in r for r in decision.reasons)
     # human labels on both runs: the prediction-powered interval decides, whatever the judge's agreement
     labelled = LabelledEstimate(method="ppi++", score=0.8, ci_low=0.75, ci_high=0.85, n_labels=40, n_items=80)
     worse = LabelledEstimate(method="ppi++", score=0.5, ci_low=0.45, ci_high=0.55, n_labels=40, n_items=80)

@@ -42,10 +42,10 @@ def test_allocation_is_proportional_with_two_per_stratum():
 
 def test_sample_is_seeded_stratified_and_records_inclusion(tmp_path):
     rows, metrics = _metrics()
-    sample = review_sample(rows, metrics, n=12, seed=3, run_id="run-1")
+    sample = review_sample(rows, metrics, n=12, seed=3, run_id="run-1", design="uniform")
     assert sample.metrics == ["faithfulness", "correctness"]  # LLM-judged only: no similarity
-    assert review_sample(rows, metrics, n=12, seed=3, run_id="run-1").rows == sample.rows
-    assert review_sample(rows, metrics, n=12, seed=4, run_id="run-1").rows != sample.rows
+    assert review_sample(rows, metrics, n=12, seed=3, run_id="run-1", design="uniform").rows == sample.rows
+    assert review_sample(rows, metrics, n=12, seed=4, run_id="run-1", design="uniform").rows != sample.rows
     assert len(sample.rows) == 12 and len({r["item_id"] for r in sample.rows}) == 12
     for h, counts in sample.strata.items():
         drawn = [r for r in sample.rows if r["stratum"] == h]
