@@ -71,7 +71,7 @@ class RagSettings(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    kind: Literal["builtin", "callable", "http"] = "builtin"
+    kind: Literal["builtin", "callable", "http", "logged"] = "builtin"  # logged: ragwatch/rag/logged.py
     retrieval_mode: RetrievalMode = "hybrid"
     top_k: int = 5
     prompt_template: str = DEFAULT_PROMPT_TEMPLATE
