@@ -150,6 +150,9 @@ def cmd_pipeline(name: str, config: str, no_cache: bool, zenml_config: str | Non
         return 0
     planned = _quiet_estimate(name, checked)
     started = time.time()
+    from ragwatch.llm.history import start_run
+
+    run_id = start_run()  # this run's usage records carry it: another process's calls are not this run's
     from orchestration.runner import format_outcome, run_pipeline
 
     outcome = run_pipeline(name, config, enable_cache=not no_cache, zenml_config=zenml_config, config=checked)
@@ -158,7 +161,7 @@ def cmd_pipeline(name: str, config: str, no_cache: bool, zenml_config: str | Non
         from ragwatch.estimate import format_comparison
         from ragwatch.llm.history import read_history
 
-        recorded = read_history(since=started)
+        recorded = read_history(since=started, run_id=run_id)
         if planned.rows or recorded:
             print("\n" + format_comparison(planned, recorded))
     return 1 if outcome.regressed else 0
