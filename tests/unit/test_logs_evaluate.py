@@ -137,3 +137,28 @@ def test_same_system_windows_rarely_read_drift():
         old = {m: _metric(m, [float(rng.random() < 0.7) for _ in range(60)], binary=True) for m in "xyz"}
         alarms += bool(compare_windows(new, old).drifted)
     assert alarms / 200 <= 0.08
+
+
+def test_feedback_labels_the_metric_it_means_and_the_rest_is_reported_beside(tmp_path, monkeypatch):
+    from ragwatch.logs.feedback import attach_feedback
+    from ragwatch.logs.settings import FeedbackSettings
+
+    monkeypatch.setenv("RAGWATCH_CACHE_DIR", str(tmp_path))
+    samples = log_samples(read_tabular(LOGS / "answers.jsonl").records)
+    group = evaluate_logged(samples, _judge(5))
+    metrics, summary = attach_feedback(group.metrics, samples, FeedbackSettings())
+    passed = metrics["answer_relevance/pass"]
+    assert passed.info.binary and passed.score == 1.0  # the judge says 5 everywhere
+    # t1 up, t2 down (t6 has an empty answer: a failed item, its label unused): the labels pull the estimate down
+    assert passed.labelled is not None and passed.labelled.n_labels == 2 and passed.labelled.score < 1.0
+    rating = metrics["answer_relevance"].labelled
+    assert rating is not None and rating.n_labels == 2  # ratings 4 and 2 of 1-5, on the judge's own scale
+    assert "faithfulness" not in {f.labels for f in summary.figures}
+    thumbs = next(f for f in summary.figures if f.kind.startswith("thumbs"))
+    assert thumbs.n == 3 and thumbs.score == pytest.approx(2 / 3) and thumbs.ci_low < thumbs.score < thumbs.ci_high
+    assert "not a random sample" in thumbs.note
+    _, alone = attach_feedback(evaluate_logged(samples, JudgesConfig(enabled=[])).metrics, samples,
+                               FeedbackSettings())
+    assert all(f.labels is None and "not measured" in f.note for f in alone.figures)
+    with pytest.raises(ValueError, match="do not see the retrieved contexts"):
+        FeedbackSettings(thumbs_metric="faithfulness")
