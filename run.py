@@ -10,6 +10,8 @@
     python run.py schedule add|list|remove|serve
     python run.py watch [--once]       evaluate on every change of the system under test
     python run.py dashboard            the local ZenML dashboard on 127.0.0.1
+    python run.py monitor [--window 1d] [--at DATE] [--estimate]
+                                       logged answers of a window, evaluated as answered, drift vs earlier windows
 
 `ragwatch` (after `pip install -e .`) is the same command. Relative paths inside a config file
 resolve against that file's directory; reports go to reports/ under the current directory (or the
@@ -129,6 +131,18 @@ def build_parser() -> argparse.ArgumentParser:
     _add_config(watch, "configs/full.yaml")
     watch.add_argument("--interval", type=float, default=60.0, help="seconds between checks (default 60)")
     watch.add_argument("--once", action="store_true", help="check once and exit (for cron and CI)")
+
+    monitor = commands.add_parser("monitor", help="evaluate a window of logged answers and compare it for drift",
+                                  description="Read a log (JSONL/CSV, OpenInference spans, Langfuse traces), "
+                                              "evaluate a window of it as it was answered (no generator call) and "
+                                              "compare it, unpaired, with the previous and the reference window. "
+                                              "Exit code 1 when a metric drifted for the worse. "
+                                              "See docs/monitoring.md.")
+    _add_config(monitor, "configs/monitor.yaml")
+    monitor.add_argument("--window", help="the window's length, e.g. 1d, 12h, 7d (default: the config's, 1d)")
+    monitor.add_argument("--at", help="the window's end, ISO 8601 (default: the end of the last logged day, UTC)")
+    monitor.add_argument("--estimate", action="store_true", help="print the bill for the sampled windows and exit")
+    monitor.add_argument("--no-cache", action="store_true", help="re-run every step")
 
     dashboard = commands.add_parser("dashboard", help="the local ZenML dashboard on 127.0.0.1")
     dashboard.add_argument("--port", type=int, default=8237)
@@ -309,6 +323,13 @@ def main(argv: list[str] | None = None) -> int:
             return cmd_review(args)
         if args.command == "schedule":
             return cmd_schedule(args)
+        if args.command == "monitor":
+            from orchestration.monitor import monitor_command
+
+            code, text = monitor_command(args.config, at=args.at, window=args.window, estimate=args.estimate,
+                                         no_cache=args.no_cache)
+            print(text)
+            return code
         if args.command == "watch":
             return cmd_watch(args.config, args.interval, args.once)
         from orchestration.dashboard import run_dashboard
