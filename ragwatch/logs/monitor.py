@@ -113,7 +113,9 @@ class MonitorReport(BaseModel):
 
 
 def _usage(evaluations: list[WindowEvaluation]) -> dict[str, dict[str, Any]]:
-    judge = [e.metrics.details.get("usage", {}) for e in evaluations]
+    """The judge calls of each distinct window once (the reference may be the previous window)."""
+    distinct = {(e.window.start, e.window.end): e for e in evaluations}
+    judge = [e.metrics.details.get("usage", {}) for e in distinct.values()]
     return {
         "generator": {"calls": 0, "note": "logged answers: nothing is generated"},
         "judge": {key: sum(u.get(key, 0) for u in judge) for key in

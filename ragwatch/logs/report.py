@@ -17,7 +17,8 @@ _COLOURS = {"drift": "#b00020", "no drift": "#1b7f3b", "undecided": "#8a6d00"}
 def usage_text(report: MonitorReport) -> str:
     judge = report.usage.get("judge", {})
     generator = report.usage.get("generator", {})
-    return ("usage: the calls made to evaluate these windows (a window evaluated by an earlier run was cached)\n"
+    return ("usage: the calls that evaluated these windows, each window once (when an earlier run evaluated a "
+            "window, its calls were made then; this run's own calls: the estimate vs actual table)\n"
             f"  generator: {generator.get('calls', 0)} calls ({generator.get('note', '')})\n"
             f"  judge: {judge.get('calls', 0)} calls, {judge.get('cache_hits', 0)} cache hits, "
             f"{judge.get('prompt_tokens', 0)} + {judge.get('completion_tokens', 0)} tokens, "
