@@ -22,7 +22,7 @@ langfuse.json, as shipped in data/sample/logs/.
 Usage:
     python benchmarks/drift.py                       # ~3 min: figures for n = 250 answers per window
     python benchmarks/drift.py --n 100 --reps 20
-    python benchmarks/drift.py --write-logs data/sample/logs
+    python benchmarks/drift.py --reps 0 --write-logs data/sample/logs   # the sample log only, ~1 min
 """
 
 from __future__ import annotations
@@ -66,6 +66,7 @@ SHOULD_MOVE = {"invents": ["answer/context_support"],
                "fewer contexts": ["system/context_recall", "system/hit_rate"]}
 INVENTED = ("It also needs the Zephyr orchestration plugin version 7, which ships only with the enterprise "
             "edition and runs on Mondays.")
+LAST_DAY = datetime(2026, 11, 20, tzinfo=UTC)
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
 _WORD = re.compile(r"[A-Za-z][A-Za-z\-]{3,}")
 
@@ -220,23 +221,14 @@ def _langfuse(r: LogRecord, row: dict[str, Any]) -> dict[str, Any]:
             "scores": scores, "metadata": {"reference_answer": r.reference_answer}}
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--n", type=int, default=250, help="answers per window (default 250)")
-    parser.add_argument("--reps", type=int, default=20, help="seeded repetitions (default 20)")
-    parser.add_argument("--tolerance", type=float, default=DriftSettings().tolerance)
-    parser.add_argument("--write-logs", type=Path, help="also write the 6-day sample log in three formats here")
-    parser.add_argument("--per-day", type=int, default=90, help="answers per day of the written log (default 90)")
-    args = parser.parse_args(argv)
+def measure(index: Index, qs: list[tuple[str, str, str]], args: argparse.Namespace) -> None:
+    """False alarms and power (module docstring), printed."""
     started = time.perf_counter()
-    index = corpus_index()
-    qs = questions(index.chunks)
     need = 2 * args.n
     if len(qs) < need + args.n:
-        print(f"only {len(qs)} questions in the corpus; use a smaller --n (at most {len(qs) // 3})", file=sys.stderr)
-        return 2
+        raise SystemExit(f"only {len(qs)} questions in the corpus; use a smaller --n (at most {len(qs) // 3})")
     same_qs, worse_qs = qs[:need], qs[need:need + args.n]
-    day = datetime(2026, 11, 20, tzinfo=UTC)
+    day = LAST_DAY
     base = records(same_qs, answer_all(index, same_qs, extractive_reply, 3), day, "v1", "base")
     planted = {
         "invents": records(worse_qs, answer_all(index, worse_qs, inventing_reply, 3), day, "v2", "inv"),
@@ -265,13 +257,28 @@ def main(argv: list[str] | None = None) -> int:
             other = sum(rep[m][0] == "drift" and rep[m][1] != "worse" for rep in runs)
             mark = "  <- should move" if m in SHOULD_MOVE[name] else ""
             print(f"    {m:<28} {hits}/{args.reps}" + (f" (better: {other})" if other else "") + mark)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--n", type=int, default=250, help="answers per window (default 250)")
+    parser.add_argument("--reps", type=int, default=20, help="seeded repetitions (default 20; 0: measure nothing)")
+    parser.add_argument("--tolerance", type=float, default=DriftSettings().tolerance)
+    parser.add_argument("--write-logs", type=Path, help="also write the 6-day sample log in three formats here")
+    parser.add_argument("--per-day", type=int, default=90, help="answers per day of the written log (default 90)")
+    args = parser.parse_args(argv)
+    started = time.perf_counter()
+    index = corpus_index()
+    qs = questions(index.chunks)
+    if args.reps > 0:
+        measure(index, qs, args)
     if args.write_logs:
         per_day = args.per_day
         pool = qs[: per_day * 6]
         days = []
         for d in range(6):
             chunk = pool[d * per_day:(d + 1) * per_day]
-            when = day - timedelta(days=5 - d)
+            when = LAST_DAY - timedelta(days=5 - d)
             if d < 5:
                 days.append(records(chunk, answer_all(index, chunk, extractive_reply, 3), when, "v1", "log"))
             else:
