@@ -15,6 +15,8 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import timedelta
+from typing import Any
 
 from ragwatch.artifacts import MetricGroup
 from ragwatch.checks.system_metrics import (
@@ -28,6 +30,7 @@ from ragwatch.checks.system_metrics import (
 from ragwatch.evaluation import answer_questions, judge_answers
 from ragwatch.judges import JudgesConfig
 from ragwatch.logs.records import LogRecord
+from ragwatch.logs.settings import LogInput, WindowSettings
 from ragwatch.rag import RAGSystem
 from ragwatch.rag.logged import LOGGED_KEY, LoggedRAG
 from ragwatch.retrieval import MatchSettings
@@ -64,6 +67,26 @@ def log_samples(records: Sequence[LogRecord]) -> list[EvalSample]:
     ) for r in records]
 
 
+def logged_eval_set(settings: LogInput) -> tuple[list[EvalSample], dict[str, Any]]:
+    """The evaluation set a log makes (its last `window`, sampled to `budget`) and what reading it found."""
+    from ragwatch.logs.read import read_log
+    from ragwatch.logs.window import select_windows, window_of
+
+    log = read_log(settings)
+    if not log.records:
+        raise ValueError(f"{settings.path}: no answer to evaluate\n{log.describe()}")
+    budget = settings.budget or len(log.records)
+    if settings.window:
+        window = select_windows(log.records, WindowSettings(length=settings.window, budget=budget,
+                                                            seed=settings.seed)).current
+    else:
+        times = [r.timestamp for r in log.records]
+        window = window_of(log.records, "log", min(times), max(times) + timedelta(seconds=1), budget, settings.seed)
+    report = {"log": log.source, "format": log.format, **log.counts, "window": window.describe(),
+              "inclusion_prob": window.inclusion_prob, "bad_rows": [b.model_dump() for b in log.bad[:20]]}
+    return log_samples(window.records), report
+
+
 def evaluate_answers(samples: list[EvalSample], rag: RAGSystem, judges: JudgesConfig,
                      match: MatchSettings | None = None, embedder: object = None) -> MetricGroup:
     """The system-as-run metrics and the judges of `rag`'s answers to `samples` (any system: the
@@ -76,7 +99,7 @@ def evaluate_answers(samples: list[EvalSample], rag: RAGSystem, judges: JudgesCo
     if not any(s.reference_answer for s in samples):
         unavailable[REFERENCE_COVERAGE] = NO_REFERENCE
     metrics = {k: v for k, v in metrics.items() if k not in unavailable}
-    usage: dict = {}
+    usage: dict[str, Any] = {}
     if judges.enabled:
         group = judge_answers(samples, answers, judges, embedder=embedder, generator=None)
         metrics.update(group.metrics)

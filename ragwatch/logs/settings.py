@@ -60,6 +60,22 @@ class LogSettings(_Strict):
         return self
 
 
+class LogInput(LogSettings):
+    """A log as the evaluation set of `testset` / `evaluate` (FullConfig `logs:`): its last `window`
+    (e.g. "7d"; None: the whole log), sampled to `budget` answers (None: all), seeded."""
+
+    window: str | None = None
+    budget: int | None = Field(default=None, ge=2)
+    seed: int = 0
+
+    @field_validator("window")
+    @classmethod
+    def _duration(cls, value: str | None) -> str | None:
+        if value is not None:
+            parse_duration(value)
+        return value
+
+
 class WindowSettings(_Strict):
     """The window evaluated (`length`, ending at `at`: default the end of the last logged day, UTC),
     compared with the window before it and with a reference window (`reference`: its start; default
