@@ -10,10 +10,11 @@ import time
 from pathlib import Path
 
 from ragwatch.config_loader import load_config
+from ragwatch.log_settings import parse_duration
 from ragwatch.logs.estimate import estimate_monitor
 from ragwatch.logs.monitor import MonitorReport
 from ragwatch.logs.read import read_log
-from ragwatch.logs.settings import MonitorConfig, parse_duration
+from ragwatch.logs.settings import MonitorConfig
 from ragwatch.logs.window import select_windows
 
 REPORT_STEP = "compare_windows_step"

@@ -27,7 +27,7 @@ from ragwatch.indexing.bm25 import BM25Settings
 from ragwatch.indexing.embeddings import EmbeddingSettings
 from ragwatch.judges.config import JudgesConfig
 from ragwatch.llm.types import LLMSettings
-from ragwatch.logs.settings import LogInput
+from ragwatch.log_settings import LogInput
 from ragwatch.rag import RagSettings
 from ragwatch.report.summary import ReportSettings
 from ragwatch.retrieval import MatchSettings

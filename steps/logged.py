@@ -11,8 +11,8 @@ from ragwatch.artifacts import AnswerSet, EvalSet, MetricGroup
 from ragwatch.config import SystemUnderTest
 from ragwatch.evalset.assemble import generation_samples
 from ragwatch.evaluation import answer_questions, build_system
+from ragwatch.log_settings import LogInput
 from ragwatch.logs.evaluate import logged_eval_set
-from ragwatch.logs.settings import LogInput
 from steps.secrets import export_api_keys
 
 

@@ -11,10 +11,11 @@ from typing import Annotated
 from zenml import get_step_context, log_metadata, step
 from zenml.types import HTMLString
 
+from ragwatch.log_settings import LogSettings
 from ragwatch.logs.monitor import MonitorReport, WindowEvaluation, evaluate_window, monitor_report
 from ragwatch.logs.read import read_log
 from ragwatch.logs.records import LogReadResult
-from ragwatch.logs.settings import LogSettings, MonitorConfig, WindowSettings
+from ragwatch.logs.settings import MonitorConfig, WindowSettings
 from ragwatch.logs.window import LogWindow, select_windows
 from steps.monitor_materializers import LogWindowMaterializer, MonitorReportMaterializer
 from steps.secrets import export_api_keys

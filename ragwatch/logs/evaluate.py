@@ -29,8 +29,9 @@ from ragwatch.checks.system_metrics import (
 )
 from ragwatch.evaluation import answer_questions, judge_answers
 from ragwatch.judges import JudgesConfig
+from ragwatch.log_settings import LogInput
 from ragwatch.logs.records import LogRecord
-from ragwatch.logs.settings import LogInput, WindowSettings
+from ragwatch.logs.settings import WindowSettings
 from ragwatch.rag import RAGSystem
 from ragwatch.rag.logged import LOGGED_KEY, LoggedRAG
 from ragwatch.retrieval import MatchSettings

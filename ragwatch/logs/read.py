@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ragwatch.log_settings import LogSettings
 from ragwatch.logs.langfuse import read_langfuse
 from ragwatch.logs.openinference import read_openinference
 from ragwatch.logs.records import LogReadResult
-from ragwatch.logs.settings import LogSettings
 from ragwatch.logs.tabular import read_tabular
 
 

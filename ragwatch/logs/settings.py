@@ -8,72 +8,20 @@ Example (configs/monitor.yaml):
 
 from __future__ import annotations
 
-import re
-from datetime import timedelta
-from pathlib import Path
-from typing import ClassVar, Literal
+from typing import ClassVar
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ragwatch.judges.config import JudgesConfig
-from ragwatch.logs.tabular import LogColumns
+from ragwatch.log_settings import LogSettings, parse_duration
 from ragwatch.retrieval import MatchSettings
 
-LogFormat = Literal["auto", "jsonl", "csv", "openinference", "langfuse"]
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*$")
-_UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
 # What a user cannot see, a user's verdict cannot label: they never read the retrieved passages.
 NEVER_FEEDBACK_LABELS = ("faithfulness", "context_relevance", "support")
 
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
-
-
-def parse_duration(text: str) -> timedelta:
-    """"1d", "12h", "30m", "2w" -> a timedelta; ValueError says the form."""
-    match = _DURATION.match(str(text))
-    if match is None:
-        raise ValueError(f"a window length is a number and a unit (s, m, h, d, w), e.g. 1d or 12h; got {text!r}")
-    value = timedelta(**{_UNITS[match.group(2)]: float(match.group(1))})
-    if value <= timedelta(0):
-        raise ValueError(f"a window length must be positive, got {text!r}")
-    return value
-
-
-class LogSettings(_Strict):
-    """Where the log is and how to read it. `format: auto` reads .csv as CSV and .jsonl as JSONL;
-    trace exports (`openinference`, `langfuse`) are named."""
-
-    path: str
-    format: LogFormat = "auto"
-    columns: LogColumns = Field(default_factory=LogColumns)  # JSONL / CSV column names
-    feedback_scale: tuple[float, float] | None = None  # the scale of numeric ratings that do not carry one
-    feedback_scores: list[str] = Field(default_factory=lambda: ["user_feedback", "user-feedback", "feedback",
-                                                                "thumbs", "rating"])  # Langfuse score names
-
-    @model_validator(mode="after")
-    def _format_known(self) -> LogSettings:
-        if self.format == "auto" and Path(self.path).suffix.lower() not in (".csv", ".jsonl", ".ndjson"):
-            raise ValueError(f"logs.format: cannot tell the format of {self.path!r} from its extension; "
-                             "set format: jsonl, csv, openinference or langfuse")
-        return self
-
-
-class LogInput(LogSettings):
-    """A log as the evaluation set of `testset` / `evaluate` (FullConfig `logs:`): its last `window`
-    (e.g. "7d"; None: the whole log), sampled to `budget` answers (None: all), seeded."""
-
-    window: str | None = None
-    budget: int | None = Field(default=None, ge=2)
-    seed: int = 0
-
-    @field_validator("window")
-    @classmethod
-    def _duration(cls, value: str | None) -> str | None:
-        if value is not None:
-            parse_duration(value)
-        return value
 
 
 class WindowSettings(_Strict):

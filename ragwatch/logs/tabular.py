@@ -16,31 +16,10 @@ import json
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
-
+from ragwatch.log_settings import LogColumns
 from ragwatch.logs.feedback_parse import parse_feedback
 from ragwatch.logs.records import BadRow, LogContext, LogReadResult, LogRecord, finish, parse_timestamp
 from ragwatch.rows import read_rows
-
-
-class LogColumns(BaseModel):
-    """Which column holds what (a dotted name reaches into a JSON object: `"meta.version"`)."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    question: str = "question"
-    answer: str = "answer"
-    contexts: str = "contexts"
-    timestamp: str = "timestamp"
-    trace_id: str = "trace_id"
-    reference_answer: str = "reference_answer"
-    feedback: str = "feedback"
-    feedback_scale: str = "feedback_scale"
-    system_version: str = "system_version"
-    relevant: str = "relevant"
-    context_text: str = "text"  # fields of a context object
-    context_id: str = "id"
-    context_source: str = "source"
 
 
 def read_tabular(path: str | Path, columns: LogColumns | None = None, *, csv_format: bool | None = None,

@@ -21,8 +21,9 @@ from datetime import UTC, datetime, timedelta
 
 from pydantic import BaseModel, Field
 
+from ragwatch.log_settings import parse_duration
 from ragwatch.logs.records import LogRecord, parse_timestamp
-from ragwatch.logs.settings import WindowSettings, parse_duration
+from ragwatch.logs.settings import WindowSettings
 
 
 class LogWindow(BaseModel):

@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
+from ragwatch.log_settings import LogColumns, LogSettings, parse_duration
 from ragwatch.logs.feedback_parse import parse_feedback
 from ragwatch.logs.langfuse import read_langfuse
 from ragwatch.logs.openinference import read_openinference
 from ragwatch.logs.read import read_log
-from ragwatch.logs.settings import LogSettings, parse_duration
-from ragwatch.logs.tabular import LogColumns, read_tabular
+from ragwatch.logs.tabular import read_tabular
 
 LOGS = Path(__file__).resolve().parent.parent / "data" / "logs"
 
