@@ -11,7 +11,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-LogFormat = Literal["auto", "jsonl", "csv", "openinference", "langfuse"]
+LogFormat = Literal["auto", "jsonl", "csv", "openinference", "langfuse", "phoenix"]
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*$")
 _UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
 
@@ -49,12 +49,23 @@ def parse_duration(text: str) -> timedelta:
     return value
 
 
+class PhoenixSource(_Strict):
+    """A running Arize Phoenix server to pull spans from (`format: phoenix`; its REST API, no Phoenix
+    package needed here) and to write the monitor's verdicts back to, as span annotations."""
+
+    url: str = "http://127.0.0.1:6006"
+    project: str = "default"
+    annotate: bool = True  # write each evaluated trace's verdict back as a span annotation
+    annotation_name: str = "ragwatch"
+
+
 class LogSettings(_Strict):
     """Where the log is and how to read it. `format: auto` reads .csv as CSV and .jsonl as JSONL;
-    trace exports (`openinference`, `langfuse`) are named."""
+    trace exports (`openinference`, `langfuse`) are named; `phoenix` pulls from a Phoenix server."""
 
-    path: str
+    path: str = ""
     format: LogFormat = "auto"
+    phoenix: PhoenixSource | None = None
     columns: LogColumns = Field(default_factory=LogColumns)  # JSONL / CSV column names
     feedback_scale: tuple[float, float] | None = None  # the scale of numeric ratings that do not carry one
     feedback_scores: list[str] = Field(default_factory=lambda: ["user_feedback", "user-feedback", "feedback",
@@ -62,6 +73,11 @@ class LogSettings(_Strict):
 
     @model_validator(mode="after")
     def _format_known(self) -> LogSettings:
+        if self.format == "phoenix":
+            self.phoenix = self.phoenix or PhoenixSource()
+            return self
+        if not self.path:
+            raise ValueError("logs.path: the log file is required (or format: phoenix with a phoenix: {url} block)")
         if self.format == "auto" and Path(self.path).suffix.lower() not in (".csv", ".jsonl", ".ndjson"):
             raise ValueError(f"logs.format: cannot tell the format of {self.path!r} from its extension; "
                              "set format: jsonl, csv, openinference or langfuse")

@@ -13,6 +13,7 @@ from zenml.types import HTMLString
 
 from ragwatch.log_settings import LogSettings
 from ragwatch.logs.monitor import MonitorReport, WindowEvaluation, evaluate_window, monitor_report
+from ragwatch.logs.phoenix import annotate_window
 from ragwatch.logs.read import read_log
 from ragwatch.logs.records import LogReadResult
 from ragwatch.logs.settings import MonitorConfig, WindowSettings
@@ -61,5 +62,7 @@ def compare_windows_step(log: LogReadResult, current_window: LogWindow, previous
 
     windows = Windows(current=current_window, previous=previous_window, reference=reference_window)
     report = monitor_report(log, windows, current, previous, reference, config)
+    if config.logs.phoenix is not None:  # the verdicts back on the spans, where a Phoenix user looks
+        report.annotations_written = annotate_window(config.logs.phoenix, report, current)
     log_metadata(metadata=report.metadata(), run_id_name_or_prefix=get_step_context().pipeline_run.id)
     return report, HTMLString(report.html())

@@ -69,6 +69,7 @@ class MonitorReport(BaseModel):
     comparisons: list[DriftComparison] = Field(default_factory=list)
     feedback: FeedbackSummary = Field(default_factory=FeedbackSummary)
     usage: dict[str, dict[str, Any]] = Field(default_factory=dict)  # role -> calls, tokens, cost (this run)
+    annotations_written: int = 0  # verdicts written back to the trace source (Phoenix span annotations)
 
     @property
     def worse(self) -> list[str]:

@@ -78,8 +78,13 @@ def read_openinference(path: str | Path) -> LogReadResult:
     """Every trace of a span export as a record or a bad row, with counts."""
     path = Path(path)
     result = LogReadResult(source=str(path), format="openinference")
+    return read_spans(load_objects(path, result, ("spans", "data")), result)
+
+
+def read_spans(spans: list[tuple[str, dict[str, Any]]], result: LogReadResult) -> LogReadResult:
+    """Spans (each with where it was read) grouped by trace into records and bad rows, into `result`."""
     traces: dict[str, list[Span]] = defaultdict(list)
-    for where, raw in load_objects(path, result, ("spans", "data")):
+    for where, raw in spans:
         span = Span(raw, where)
         if span.trace_id is None:
             result.bad.append(BadRow(where=where, outcome="malformed", reason="a span without context.trace_id"))
@@ -131,5 +136,6 @@ def _record(trace_id: str, spans: list[Span], where: str) -> tuple[LogRecord | N
         timestamp=parse_timestamp(root.start_time), system_version=None if version is None else str(version),
         reference_answer=metadata.get("reference_answer"),
         feedback=parse_feedback(metadata.get("feedback"), metadata.get("feedback_scale")), where=where,
+        metadata={"root_span_id": root.span_id},
     )
     return record, where, None

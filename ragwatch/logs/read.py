@@ -13,6 +13,11 @@ from ragwatch.logs.tabular import read_tabular
 
 def read_log(settings: LogSettings) -> LogReadResult:
     """The records and bad rows of the configured log; FileNotFoundError / ValueError say what to fix."""
+    if settings.format == "phoenix":
+        from ragwatch.logs.phoenix import pull_spans
+
+        assert settings.phoenix is not None  # set by LogSettings
+        return pull_spans(settings.phoenix)
     path = Path(settings.path)
     if not path.is_file():
         raise FileNotFoundError(f"logs.path: {path} is not a file")

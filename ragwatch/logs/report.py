@@ -39,6 +39,9 @@ def report_text(report: MonitorReport) -> str:
     for comparison in report.comparisons:
         lines += ["", comparison.text()]
     lines += ["", report.feedback.text(), "", usage_text(report)]
+    if report.annotations_written:
+        lines.append(f"wrote the verdict of {report.annotations_written} traces back to their source "
+                     "as span annotations")
     return "\n".join(lines)
 
 
