@@ -126,8 +126,15 @@ def _record(trace_id: str, spans: list[Span], where: str) -> tuple[LogRecord | N
     if root.start_time is None:
         raise ValueError("the root span has no start_time")
     metadata = maybe_json(root.value("metadata"))
-    metadata = metadata if isinstance(metadata, dict) else {
-        k[len("metadata."):]: v for k, v in root.attributes.items() if k.startswith("metadata.")}
+    if not isinstance(metadata, dict):  # flattened, as Phoenix returns it: metadata.feedback.rating -> nested
+        metadata = {}
+        for key, value in root.attributes.items():
+            if key.startswith("metadata."):
+                *parents, leaf = key[len("metadata."):].split(".")
+                node = metadata
+                for part in parents:
+                    node = node.setdefault(part, {})
+                node[leaf] = value
     contexts = [c for s in retrievers for c in s.documents()]
     version = metadata.get("system_version") or metadata.get("version") or root.value("llm.model_name") \
         or (llms[-1].value("llm.model_name") if llms else None)
