@@ -66,8 +66,13 @@ def test_monitor_report_metadata_and_judged_feedback(tmp_path, capsys):
     step = run_.steps["compare_windows_step"]
     report = step.outputs["monitor_report"][0]
     assert report.visualizations, "the monitor report has its HTML page as a visualization"
+    # the run graph the dashboard draws (what its server sends it), with the report's artifacts
+    dag = Client().zen_store.get_pipeline_run_dag(run_.id)
+    steps = {node.name for node in dag.nodes if node.type == "step"}
+    artifacts = {node.name for node in dag.nodes if node.type == "artifact"}
     assert {"read_log_step", "select_windows_step", "evaluate_current_window", "evaluate_previous_window",
-            "evaluate_reference_window", "compare_windows_step"} <= set(run_.steps)
+            "evaluate_reference_window", "compare_windows_step"} <= steps
+    assert {"drift_report", "monitor_report", "current_window", "log_read"} <= artifacts
 
 
 @pytest.mark.integration
