@@ -116,7 +116,8 @@ def build_parser() -> argparse.ArgumentParser:
     actions = schedule.add_subparsers(dest="action", metavar="ACTION", required=True)
     add = actions.add_parser("add", help="add a schedule")
     add.add_argument("--cron", required=True, help="5 fields (min hour day month weekday) or 6 with seconds first")
-    add.add_argument("--pipeline", default="full", choices=["ingest", "testset", "evaluate", "full"])
+    add.add_argument("--pipeline", default="full", choices=["ingest", "testset", "evaluate", "full", "monitor"],
+                     help="monitor: with --config a monitor config (configs/monitor.yaml)")
     _add_config(add, "configs/full.yaml")
     actions.add_parser("list", help="list local schedules")
     remove = actions.add_parser("remove", help="remove a local schedule")
@@ -250,6 +251,11 @@ def cmd_schedule(args: argparse.Namespace) -> int:
     store = scheduling.ScheduleStore()
     if args.action == "add":
         if scheduling.active_orchestrator_schedulable():
+            if args.pipeline == "monitor":
+                from orchestration.monitor import schedule_monitor
+
+                print(schedule_monitor(args.cron, args.config))
+                return 0
             print(scheduling.create_native_schedule(args.cron, args.pipeline, args.config))
             return 0
         schedule = store.add(args.cron, args.pipeline, args.config)

@@ -58,6 +58,18 @@ def monitor_command(config_path: str | Path, *, at: str | None = None, window: s
     return (1 if report.worse else 0), "\n".join(lines)
 
 
+def schedule_monitor(cron: str, config_path: str | Path) -> str:
+    """A native ZenML schedule of the monitor pipeline on an orchestrator that has schedules (the local
+    stack uses `python run.py schedule serve`, which runs `python run.py monitor --config FILE`)."""
+    from zenml.config.schedule import Schedule
+
+    from pipelines.monitor import monitor
+
+    config = load_monitor_config(config_path)
+    monitor.with_options(schedule=Schedule(cron_expression=cron))(config)
+    return f"native ZenML schedule '{cron}' for monitor on the active stack's orchestrator"
+
+
 def _load_report(run_id: object) -> MonitorReport:
     from zenml.client import Client
 

@@ -82,3 +82,18 @@ def test_monitor_bad_config_is_answered_before_zenml(tmp_path, capsys):
     assert run.main(["monitor", "--config", str(path)]) == 2
     assert "windw: unknown key" in capsys.readouterr().err
     assert run.main(["monitor", "--config", str(_config(tmp_path, "answers.jsonl", "auto")), "--window", "a day"]) == 2
+
+
+@pytest.mark.integration
+def test_a_local_schedule_runs_monitor(tmp_path):
+    from zenml.client import Client
+
+    from orchestration import scheduling
+
+    store = scheduling.ScheduleStore(tmp_path / "schedules.json")
+    schedule = store.add("*/3 * * * * *", "monitor", str(_config(tmp_path, "answers.jsonl", "auto")))
+    before = len(Client().list_pipeline_runs(pipeline="monitor", size=1000).items)
+    assert scheduling.serve(store, max_runs=1, timeout_s=240) == 1  # the child runs `run.py monitor` for real
+    log = sorted((scheduling.state_dir() / "schedule_logs").glob(f"{schedule.id}-*.log"))[-1].read_text()
+    assert "generator: 0 calls" in log and "vs previous window" in log, log[-2000:]
+    assert len(Client().list_pipeline_runs(pipeline="monitor", size=1000).items) == before + 1
