@@ -5,7 +5,9 @@ For each metric scored in both windows, the difference of means `new - old` gets
 (`ragwatch.statistics.intervals.unpaired_diff_interval`) at a Bonferroni-corrected level, so that the
 chance of any false "drift" in a window comparison stays at most `1 - confidence`:
 - "drift": the interval excludes 0 (the note says worse or better, from the metric's direction);
-- "no drift": the interval lies within +-tolerance (a share of the metric's scale range);
+- "no drift": a change as large as the tolerance (a share of the metric's scale range) is ruled out
+  at the same error rate: two one-sided tests (TOST), i.e. the interval at `1 - 2 alpha` lies within
+  +-tolerance;
 - "undecided": neither (too few answers to rule a change of that size in or out), or fewer than 2 items.
 
 Example:
@@ -91,6 +93,14 @@ def compare_windows(new: dict[str, MetricResult], old: dict[str, MetricResult], 
                            confidence=settings.confidence, rows=rows)
 
 
+def _equivalent(a: list[float], b: list[float], scale: tuple[float, float] | None, tol: float, level: float) -> bool:
+    """Two one-sided tests (Schuirmann's TOST) at the row's error rate: the difference is above -tol
+    and below +tol, each one-sided at `1 - level`, i.e. the two-sided `1 - 2(1 - level)` interval
+    lies within +-tol."""
+    _, low, high = unpaired_diff_interval(a, b, confidence=1 - 2 * (1 - level), scale=scale)
+    return -tol <= low and high <= tol
+
+
 def _row(name: str, new: MetricResult, old: MetricResult, tolerance: float, level: float) -> DriftRow:
     a, b = _values(new), _values(old)
     scale = new.info.scale
@@ -106,7 +116,7 @@ def _row(name: str, new: MetricResult, old: MetricResult, tolerance: float, leve
         row.verdict = "drift"
         up = row.diff_low > 0
         row.direction = "better" if up == new.info.higher_is_better else "worse"
-    elif -tol <= row.diff_low and row.diff_high <= tol:
+    elif _equivalent(a, b, scale, tol, level):
         row.verdict = "no drift"
     else:
         row.note = f"the interval reaches past the tolerance +-{fmt_num(tol)}: more answers would decide"

@@ -162,3 +162,15 @@ def test_feedback_labels_the_metric_it_means_and_the_rest_is_reported_beside(tmp
     assert all(f.labels is None and "not measured" in f.note for f in alone.figures)
     with pytest.raises(ValueError, match="do not see the retrieved contexts"):
         FeedbackSettings(thumbs_metric="faithfulness")
+
+
+def test_no_drift_is_rarely_claimed_for_a_change_as_large_as_the_tolerance():
+    """The equivalence side (TOST): with a true change exactly at the tolerance, "no drift" stays rare
+    (at most its error rate, 5% for one metric)."""
+    claims = 0
+    for rep in range(300):
+        rng = random.Random(10_000 + rep)
+        new = {"m": _metric("m", [float(rng.random() < 0.6) for _ in range(400)], binary=True)}
+        old = {"m": _metric("m", [float(rng.random() < 0.7) for _ in range(400)], binary=True)}
+        claims += compare_windows(new, old, DriftSettings(tolerance=0.1)).rows[0].verdict == "no drift"
+    assert claims / 300 <= 0.08
