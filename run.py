@@ -11,6 +11,8 @@
     python run.py watch [--once]       evaluate on every change of the system under test
     python run.py dashboard            the local ZenML dashboard on 127.0.0.1
     python run.py config show [PIPELINE] the resolved config, each value with the file it came from
+    python run.py monitor [--window 1d] [--at DATE] [--estimate]
+                                       logged answers of a window, evaluated as answered, drift vs earlier windows
 
 `ragwatch` (after `pip install -e .`) is the same command. Relative paths inside a config file
 resolve against that file's directory; reports go to reports/ under the current directory (or the
@@ -119,7 +121,8 @@ def build_parser() -> argparse.ArgumentParser:
     actions = schedule.add_subparsers(dest="action", metavar="ACTION", required=True)
     add = actions.add_parser("add", help="add a schedule")
     add.add_argument("--cron", required=True, help="5 fields (min hour day month weekday) or 6 with seconds first")
-    add.add_argument("--pipeline", default="full", choices=["ingest", "testset", "evaluate", "full"])
+    add.add_argument("--pipeline", default="full", choices=["ingest", "testset", "evaluate", "full", "monitor"],
+                     help="monitor: with --config a monitor config (configs/monitor.yaml)")
     _add_config(add, "configs/full.yaml")
     actions.add_parser("list", help="list local schedules")
     remove = actions.add_parser("remove", help="remove a local schedule")
@@ -141,6 +144,17 @@ def build_parser() -> argparse.ArgumentParser:
                                                   "default)")
     show.add_argument("pipeline", nargs="?", default="full", choices=["ingest", "testset", "evaluate", "full"])
     show.add_argument("--config", help="YAML config file (default: the bundled configs/<pipeline>.yaml)")
+    monitor = commands.add_parser("monitor", help="evaluate a window of logged answers and compare it for drift",
+                                  description="Read a log (JSONL/CSV, OpenInference spans, Langfuse traces), "
+                                              "evaluate a window of it as it was answered (no generator call) and "
+                                              "compare it, unpaired, with the previous and the reference window. "
+                                              "Exit code 1 when a metric drifted for the worse. "
+                                              "See docs/monitoring.md.")
+    _add_config(monitor, "configs/monitor.yaml")
+    monitor.add_argument("--window", help="the window's length, e.g. 1d, 12h, 7d (default: the config's, 1d)")
+    monitor.add_argument("--at", help="the window's end, ISO 8601 (default: the end of the last logged day, UTC)")
+    monitor.add_argument("--estimate", action="store_true", help="print the bill for the sampled windows and exit")
+    monitor.add_argument("--no-cache", action="store_true", help="re-run every step")
 
     dashboard = commands.add_parser("dashboard", help="the local ZenML dashboard on 127.0.0.1")
     dashboard.add_argument("--port", type=int, default=8237)
@@ -162,6 +176,9 @@ def cmd_pipeline(name: str, config: str, no_cache: bool, zenml_config: str | Non
         return 0
     planned = _quiet_estimate(name, checked)
     started = time.time()
+    from ragwatch.llm.history import start_run
+
+    run_id = start_run()  # this run's usage records carry it: another process's calls are not this run's
     from orchestration.runner import format_outcome, run_pipeline
 
     outcome = run_pipeline(name, config, enable_cache=not no_cache, zenml_config=zenml_config, config=checked)
@@ -170,7 +187,7 @@ def cmd_pipeline(name: str, config: str, no_cache: bool, zenml_config: str | Non
         from ragwatch.estimate import format_comparison
         from ragwatch.llm.history import read_history
 
-        recorded = read_history(since=started)
+        recorded = read_history(since=started, run_id=run_id)
         if planned.rows or recorded:
             print("\n" + format_comparison(planned, recorded))
     return 1 if outcome.regressed else 0
@@ -245,6 +262,11 @@ def cmd_schedule(args: argparse.Namespace) -> int:
     store = scheduling.ScheduleStore()
     if args.action == "add":
         if scheduling.active_orchestrator_schedulable():
+            if args.pipeline == "monitor":
+                from orchestration.monitor import schedule_monitor
+
+                print(schedule_monitor(args.cron, args.config))
+                return 0
             print(scheduling.create_native_schedule(args.cron, args.pipeline, args.config))
             return 0
         schedule = store.add(args.cron, args.pipeline, args.config)
@@ -318,6 +340,13 @@ def main(argv: list[str] | None = None) -> int:
             return cmd_review(args)
         if args.command == "schedule":
             return cmd_schedule(args)
+        if args.command == "monitor":
+            from orchestration.monitor import monitor_command
+
+            code, text = monitor_command(args.config, at=args.at, window=args.window, estimate=args.estimate,
+                                         no_cache=args.no_cache)
+            print(text)
+            return code
         if args.command == "watch":
             return cmd_watch(args.config, args.interval, args.once)
         if args.command == "config":

@@ -90,7 +90,7 @@ def run_pipeline(
         raise ValueError(f"unknown pipeline {name!r}; choose one of {', '.join(PIPELINES)}")
     config = config or preflight(name, config_path)
     if schedule is None:
-        require_inputs(name, config_path)
+        require_inputs(name, config_path, config)
         if name == "evaluate":
             require_matching_eval_set(config, config_path)
     started = time.perf_counter()
@@ -123,12 +123,16 @@ def run_pipeline(
     return outcome
 
 
-def require_inputs(name: str, config_path: str | Path) -> None:
+def require_inputs(name: str, config_path: str | Path, config: FullConfig | None = None) -> None:
     """`testset` needs an index and `evaluate` an index and an evaluation set: say which command
     makes a missing one, instead of a ZenML lookup error from inside the pipeline."""
     from zenml.client import Client
 
     needs = {"testset": [("rag_index", "ingest")], "evaluate": [("rag_index", "ingest"), ("eval_set", "testset")]}
+    if config is not None and config.logs is not None:  # a log is the set; its own system needs no index
+        needs["testset"] = []
+        if config.evaluate.system.rag.kind != "builtin":
+            needs["evaluate"] = [("eval_set", "testset")]
     missing = []
     for artifact, command in needs.get(name, []):
         try:

@@ -17,25 +17,33 @@ from steps.evaluate import (
 )
 from steps.inputs import latest_eval_set_version, latest_index_version, load_eval_set, load_index
 from steps.labels import attach_human_labels
+from steps.logged import answer_without_index, not_measured
 from steps.track import build_report_step, track_evaluation
 
 
 @pipeline(enable_cache=True)
 def evaluate(config: FullConfig, e2e_tables: E2ETables, system_fingerprint: str, index=None, eval_set=None):
     """`index` and `eval_set` default to the latest `rag_index` and `eval_set` artifacts, looked up
-    when the run runs and loaded by steps (so the dashboard draws them and the cache keys on them)."""
-    if index is None:
-        index = load_index(latest_index_version())
-    if eval_set is None:
-        eval_set = load_eval_set(latest_eval_set_version())
+    when the run runs and loaded by steps (so the dashboard draws them and the cache keys on them).
+    With `config.logs` and a system of its own (`logged`, callable, HTTP) no index is read: the log's
+    system had its own retriever, and a log has no keyword tests."""
     evaluation = config.evaluate
     embedding = config.ingest.embedding
-    if config.retrieval_only:  # no LLM at all: with no reference answers nothing is answered or judged
-        eval_set = retrieval_only_set(eval_set)
-    # each step gets only its part of the config: a judge setting never re-runs retrieval or answers
-    retrieval, _per_question = evaluate_retrieval_step(index, eval_set, evaluation.retrieval, embedding)
-    answers = generate_answers(index, eval_set, evaluation.system, embedding)
-    e2e, _e2e_results = run_e2e_tests_step(index, e2e_tables, evaluation.system, evaluation.e2e, embedding)
+    if eval_set is None:
+        eval_set = load_eval_set(latest_eval_set_version())
+    if config.logs is not None and evaluation.system.rag.kind != "builtin":
+        retrieval = not_measured("retrieval", id="retrieval_not_measured")
+        e2e = not_measured("e2e", id="e2e_not_measured")
+        answers = answer_without_index(eval_set, evaluation.system)
+    else:
+        if index is None:
+            index = load_index(latest_index_version())
+        if config.retrieval_only:  # no LLM at all: with no reference answers nothing is answered or judged
+            eval_set = retrieval_only_set(eval_set)
+        # each step gets only its part of the config: a judge setting never re-runs retrieval or answers
+        retrieval, _per_question = evaluate_retrieval_step(index, eval_set, evaluation.retrieval, embedding)
+        answers = generate_answers(index, eval_set, evaluation.system, embedding)
+        e2e, _e2e_results = run_e2e_tests_step(index, e2e_tables, evaluation.system, evaluation.e2e, embedding)
     judges, agreement = judge_answers_step(
         eval_set, answers, evaluation.judges, evaluation.judge_panel, generator_settings(evaluation.system),
         embedding,

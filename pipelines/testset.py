@@ -7,13 +7,17 @@ from zenml import pipeline
 from ragwatch.config import FullConfig
 from steps.evalset import assemble_eval_set, generate_synthetic_set, import_labelled_sets
 from steps.inputs import latest_index_version, load_index
+from steps.logged import logged_eval_set_step
 
 
 @pipeline(enable_cache=True)
 def testset(config: FullConfig, fingerprint: dict[str, str], index=None):
     """`index` defaults to the latest `rag_index` artifact (from the ingest pipeline), looked up when
     the run runs and loaded by a step (so the dashboard draws it). `fingerprint`:
-    `ragwatch.config.evalset_fingerprint(config)` (the config and the content of its input files)."""
+    `ragwatch.config.evalset_fingerprint(config)` (the config and the content of its input files).
+    With `config.logs` the set is the log's questions and answers (no index needed)."""
+    if config.logs is not None:
+        return logged_eval_set_step(config.logs)
     if index is None:
         index = load_index(latest_index_version())
     synthetic = generate_synthetic_set(index, config.testset, config.ingest.embedding)

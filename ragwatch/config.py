@@ -27,6 +27,7 @@ from ragwatch.indexing.bm25 import BM25Settings
 from ragwatch.indexing.embeddings import EmbeddingSettings
 from ragwatch.judges.config import JudgesConfig
 from ragwatch.llm.types import LLMSettings
+from ragwatch.log_settings import LogInput
 from ragwatch.rag import RagSettings
 from ragwatch.report.summary import ReportSettings
 from ragwatch.retrieval import MatchSettings
@@ -116,7 +117,7 @@ class FullConfig(_Strict):
 
     PATH_KEYS: ClassVar[tuple[str, ...]] = (
         "ingest.corpus.paths", "testset.imports.path", "testset.handwritten_retrieval_cases",
-        "testset.zenml_qa", "evaluate.e2e.tables", "reports_dir",
+        "testset.zenml_qa", "evaluate.e2e.tables", "reports_dir", "logs.path",
     )
 
     ingest: IngestConfig = Field(default_factory=IngestConfig)
@@ -129,6 +130,17 @@ class FullConfig(_Strict):
     """Evaluate retrieval alone with no LLM at all (no synthetic pairs, answers, keyword tests or judges)."""
     reports_dir: str | None = None
     """Where the HTML reports go (default: `reports/` under the current directory)."""
+    logs: LogInput | None = None
+    """A log of answers as the evaluation set (docs/monitoring.md): `testset` makes the set from it; `evaluate`
+    with `system.rag.kind: logged` evaluates the logged answers, another kind answers its questions anew."""
+
+    @model_validator(mode="after")
+    def _logged_needs_a_log(self) -> FullConfig:
+        if self.evaluate.system.rag.kind == "logged":
+            if self.logs is None:
+                raise ValueError('evaluate.system.rag.kind "logged" needs a logs: block (path, format) naming the log')
+            self.evaluate.e2e.enabled = False  # a log cannot be asked the keyword tests' new questions
+        return self
 
     @model_validator(mode="after")
     def _retrieval_only_calls_no_llm(self) -> FullConfig:

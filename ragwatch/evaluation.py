@@ -84,7 +84,11 @@ def build_system(
 
 
 def answer_questions(rag: RAGSystem, samples: Sequence[EvalSample]) -> list[RagAnswer]:
-    """One answer per sample, in order; a failed answer carries its error."""
+    """One answer per sample, in order; a failed answer carries its error. A system that answers
+    samples (a log: `LoggedRAG`) gets the samples, so it finds each one's own answer by id."""
+    answer_samples = getattr(rag, "answer_samples", None)
+    if answer_samples is not None:
+        return answer_samples(list(samples))
     return rag.answer_many([s.question for s in samples])
 
 

@@ -45,7 +45,9 @@ def check_inputs(config: FullConfig, pipeline: str) -> list[str]:
     problems: list[str] = []
     if "ingest" in stages:
         problems += _corpus_problems(config.ingest.corpus.paths)
-    if "testset" in stages:
+    if "testset" in stages and config.logs is not None:
+        problems += _log_problems(config)
+    elif "testset" in stages:
         problems += _evalset_problems(config)
     if "evaluate" in stages and config.evaluate.e2e.enabled and config.evaluate.e2e.tables:
         problems += _tables_problems(config.evaluate.e2e.tables)
@@ -84,6 +86,18 @@ def _evalset_problems(config: FullConfig) -> list[str]:
         problems.append("the evaluation set would be empty: list a labelled set under `testset.imports` "
                         f"or set `testset.synthetic: true`{reason}")
     return problems
+
+
+def _log_problems(config: FullConfig) -> list[str]:
+    """A log as the evaluation set: the file is there and holds at least one answer."""
+    from ragwatch.logs.read import read_log
+
+    assert config.logs is not None
+    try:
+        log = read_log(config.logs)
+    except (FileNotFoundError, ValueError, UnicodeDecodeError) as exc:
+        return [f"logs: {exc}"]
+    return [] if log.records else [f"logs: no answer to evaluate in {log.describe()}"]
 
 
 def _import_problems(i: int, settings: ImportSettings) -> list[str]:

@@ -83,9 +83,10 @@ def merge_samples(*groups: Sequence[EvalSample]) -> list[EvalSample]:
 
 
 def generation_samples(samples: Sequence[EvalSample]) -> list[EvalSample]:
-    """The samples whose answers can be judged: those with a reference answer.
+    """The samples whose answers can be judged: those with a reference answer, and logged questions
+    (`kind == "logged"`: what users asked, answered whether or not the log has a reference).
 
     Retrieval-only cases (question -> page, no reference answer) are evaluated by the retrieval
     stage only; leaving them out of generation saves one answer and several judge calls each.
     """
-    return [s for s in samples if s.reference_answer]
+    return [s for s in samples if s.reference_answer or s.kind == "logged"]

@@ -5,6 +5,11 @@ its estimate.
 The file is `<cache root>/usage/history.jsonl` (`$RAGWATCH_CACHE_DIR`, else `~/.cache/ragwatch`).
 It holds counts, tokens, dollars and seconds only: no prompt, reply or key.
 
+Runs that overlap stay apart: every record carries the id of the run that made it (`run_id`, from
+`$RAGWATCH_RUN_ID`, which `start_run()` sets for the process and the steps it runs), so a run's
+"estimate vs actual" reads `read_history(since=..., run_id=...)`: its own calls only, not those of
+another process on the same machine writing to the same file.
+
 Example:
     >>> since = time.time(); client.generate_many(prompts, desc="rag answers")  # doctest: +SKIP
     >>> read_history(since=since)[0].stage  # doctest: +SKIP
@@ -16,6 +21,7 @@ from __future__ import annotations
 import os
 import threading
 import time
+import uuid
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -25,6 +31,7 @@ from ragwatch.llm.cache import default_cache_root
 from ragwatch.llm.types import Usage
 
 _lock = threading.Lock()
+RUN_ID_ENV = "RAGWATCH_RUN_ID"
 MAX_BYTES = 5_000_000  # past this the file keeps its newest half
 
 
@@ -44,13 +51,25 @@ class StageRecord(BaseModel):
     latency_s: float = 0.0  # summed over the provider's calls
     wall_s: float = 0.0
     batch: bool = False
+    run_id: str | None = None  # the run that made the calls (`start_run`); None in records from before
 
     @classmethod
     def of(cls, model: str, stage: str, usage: Usage, wall_s: float, batch: bool = False) -> StageRecord:
         return cls(time=time.time(), model=model, stage=stage, requests=usage.requests, calls=usage.calls,
                    cache_hits=usage.cache_hits, failures=usage.failures, prompt_tokens=usage.prompt_tokens,
                    completion_tokens=usage.completion_tokens, cost_usd=usage.cost_usd,
-                   latency_s=usage.latency_s, wall_s=wall_s, batch=batch)
+                   latency_s=usage.latency_s, wall_s=wall_s, batch=batch, run_id=current_run())
+
+
+def start_run() -> str:
+    """A new run id for this process (and the steps it runs): its usage records carry it."""
+    run_id = uuid.uuid4().hex
+    os.environ[RUN_ID_ENV] = run_id
+    return run_id
+
+
+def current_run() -> str | None:
+    return os.environ.get(RUN_ID_ENV) or None
 
 
 def history_path(root: Path | None = None) -> Path:
@@ -74,8 +93,10 @@ def record_stage(record: StageRecord, root: Path | None = None) -> None:
         pass
 
 
-def read_history(since: float | None = None, root: Path | None = None) -> list[StageRecord]:
-    """Every record (at or after `since`, a `time.time()`), oldest first; unreadable lines skipped."""
+def read_history(since: float | None = None, root: Path | None = None, run_id: str | None = None
+                 ) -> list[StageRecord]:
+    """Every record (at or after `since`, a `time.time()`; of run `run_id` when given), oldest first;
+    unreadable lines skipped."""
     path = history_path(root)
     if not path.is_file():
         return []
@@ -85,7 +106,7 @@ def read_history(since: float | None = None, root: Path | None = None) -> list[S
             record = StageRecord.model_validate_json(line)
         except ValueError:
             continue
-        if since is None or record.time >= since:
+        if (since is None or record.time >= since) and (run_id is None or record.run_id == run_id):
             out.append(record)
     return out
 

@@ -25,6 +25,7 @@ from ragwatch.rag.base import (
 from ragwatch.rag.builtin import BuiltinRAG, build_prompt, format_contexts
 from ragwatch.rag.callable_system import CallableRAG, load_callable
 from ragwatch.rag.http import HttpRAG
+from ragwatch.rag.logged import LoggedRAG
 
 if TYPE_CHECKING:
     from ragwatch.indexing.embeddings import Embedder
@@ -37,6 +38,7 @@ __all__ = [
     "CallableRAG",
     "HttpRAG",
     "HttpSettings",
+    "LoggedRAG",
     "RAGSystem",
     "RagSettings",
     "RetrievalMode",
@@ -57,6 +59,8 @@ def build_rag(settings: RagSettings | None = None, index: Index | None = None,
     if settings.kind == "callable":
         assert settings.callable is not None  # checked by RagSettings
         return CallableRAG(settings.callable)
+    if settings.kind == "logged":  # the answers a log recorded; nothing is called
+        return LoggedRAG()
     if settings.kind == "http":
         assert settings.http is not None
         return HttpRAG(settings.http)

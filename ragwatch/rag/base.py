@@ -85,8 +85,9 @@ class RagSettings(BaseModel):
 
     model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
-    kind: Literal["builtin", "callable", "http"] = "builtin"
-    """Who answers: the built-in system over the index, your Python callable, or your HTTP endpoint."""
+    kind: Literal["builtin", "callable", "http", "logged"] = "builtin"
+    """Who answers: the built-in system over the index, your Python callable, your HTTP endpoint, or a log's
+    recorded answers (`logged`: ragwatch/rag/logged.py)."""
     retrieval_mode: RetrievalMode = "hybrid"
     """Built-in system: vector, BM25 or hybrid (reciprocal rank fusion) retrieval."""
     top_k: int = 5

@@ -1,0 +1,100 @@
+"""What a log is as configuration: where it is, its format, its column names, and (as an evaluation
+set) which window of it. Shared by `ragwatch.config` (`FullConfig.logs`) and `ragwatch.logs`; it
+imports neither, so the two stay apart."""
+
+from __future__ import annotations
+
+import re
+from datetime import timedelta
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+LogFormat = Literal["auto", "jsonl", "csv", "openinference", "langfuse", "phoenix"]
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*$")
+_UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class LogColumns(_Strict):
+    """Which column holds what (a dotted name reaches into a JSON object: `"meta.version"`)."""
+
+    question: str = "question"
+    answer: str = "answer"
+    contexts: str = "contexts"
+    timestamp: str = "timestamp"
+    trace_id: str = "trace_id"
+    reference_answer: str = "reference_answer"
+    feedback: str = "feedback"
+    feedback_scale: str = "feedback_scale"
+    system_version: str = "system_version"
+    relevant: str = "relevant"
+    context_text: str = "text"  # fields of a context object
+    context_id: str = "id"
+    context_source: str = "source"
+
+
+def parse_duration(text: str) -> timedelta:
+    """"1d", "12h", "30m", "2w" -> a timedelta; ValueError says the form."""
+    match = _DURATION.match(str(text))
+    if match is None:
+        raise ValueError(f"a window length is a number and a unit (s, m, h, d, w), e.g. 1d or 12h; got {text!r}")
+    value = timedelta(**{_UNITS[match.group(2)]: float(match.group(1))})
+    if value <= timedelta(0):
+        raise ValueError(f"a window length must be positive, got {text!r}")
+    return value
+
+
+class PhoenixSource(_Strict):
+    """A running Arize Phoenix server to pull spans from (`format: phoenix`; its REST API, no Phoenix
+    package needed here) and to write the monitor's verdicts back to, as span annotations."""
+
+    url: str = "http://127.0.0.1:6006"
+    project: str = "default"
+    annotate: bool = True  # write each evaluated trace's verdict back as a span annotation
+    annotation_name: str = "ragwatch"
+
+
+class LogSettings(_Strict):
+    """Where the log is and how to read it. `format: auto` reads .csv as CSV and .jsonl as JSONL;
+    trace exports (`openinference`, `langfuse`) are named; `phoenix` pulls from a Phoenix server."""
+
+    path: str = ""
+    format: LogFormat = "auto"
+    phoenix: PhoenixSource | None = None
+    columns: LogColumns = Field(default_factory=LogColumns)  # JSONL / CSV column names
+    feedback_scale: tuple[float, float] | None = None  # the scale of numeric ratings that do not carry one
+    feedback_scores: list[str] = Field(default_factory=lambda: ["user_feedback", "user-feedback", "feedback",
+                                                                "thumbs", "rating"])  # Langfuse score names
+
+    @model_validator(mode="after")
+    def _format_known(self) -> LogSettings:
+        if self.format == "phoenix":
+            self.phoenix = self.phoenix or PhoenixSource()
+            return self
+        if not self.path:
+            raise ValueError("logs.path: the log file is required (or format: phoenix with a phoenix: {url} block)")
+        if self.format == "auto" and Path(self.path).suffix.lower() not in (".csv", ".jsonl", ".ndjson"):
+            raise ValueError(f"logs.format: cannot tell the format of {self.path!r} from its extension; "
+                             "set format: jsonl, csv, openinference or langfuse")
+        return self
+
+
+class LogInput(LogSettings):
+    """A log as the evaluation set of `testset` / `evaluate` (FullConfig `logs:`): its last `window`
+    (e.g. "7d"; None: the whole log), sampled to `budget` answers (None: all), seeded."""
+
+    window: str | None = None
+    budget: int | None = Field(default=None, ge=2)
+    seed: int = 0
+
+    @field_validator("window")
+    @classmethod
+    def _duration(cls, value: str | None) -> str | None:
+        if value is not None:
+            parse_duration(value)
+        return value

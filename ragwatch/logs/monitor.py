@@ -1,0 +1,166 @@
+"""One monitor run without ZenML: a window of logged answers evaluated as they were answered, and
+compared (unpaired) with the window before it, with the reference window, and version by version.
+
+Example:
+    >>> windows = select_windows(read_log(config.logs).records, config.window)  # doctest: +SKIP
+    >>> current = evaluate_window(windows.current, config)  # doctest: +SKIP
+    >>> report = monitor_report(log, windows, current, evaluate_window(windows.previous, config),
+    ...                         evaluate_window(windows.reference, config), config)  # doctest: +SKIP
+    >>> print(report.text())  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from ragwatch.artifacts import MetricGroup
+from ragwatch.logs.drift import DriftComparison, compare_windows
+from ragwatch.logs.evaluate import evaluate_logged, log_samples
+from ragwatch.logs.feedback import FeedbackSummary, attach_feedback
+from ragwatch.logs.records import BadRow, LogReadResult
+from ragwatch.logs.settings import MonitorConfig
+from ragwatch.logs.window import LogWindow, Windows
+from ragwatch.results import MetricResult
+
+
+class WindowEvaluation(BaseModel):
+    """A window's sample and its figures: metrics (with feedback labels attached) and the feedback summary."""
+
+    window: LogWindow
+    metrics: MetricGroup
+    feedback: FeedbackSummary = Field(default_factory=FeedbackSummary)
+
+    @property
+    def empty(self) -> bool:
+        return not self.window.records
+
+
+def evaluate_window(window: LogWindow, config: MonitorConfig, embedder: Any = None) -> WindowEvaluation:
+    """The window's sampled answers, measured as they were given (no generator call)."""
+    if not window.records:
+        return WindowEvaluation(window=window, metrics=MetricGroup(group="logged", details={"generator_calls": 0}))
+    samples = log_samples(window.records)
+    group = evaluate_logged(samples, config.judges, config.match, embedder)
+    metrics, feedback = attach_feedback(group.metrics, samples, config.feedback)
+    return WindowEvaluation(window=window, metrics=group.model_copy(update={"metrics": metrics}), feedback=feedback)
+
+
+def subset(metrics: dict[str, MetricResult], ids: set[str]) -> dict[str, MetricResult]:
+    """The metrics over the items `ids` only (their interval recomputed on those items)."""
+    out = {}
+    for name, result in metrics.items():
+        items = [it for it in result.items if it.item_id in ids]
+        if items:
+            out[name] = MetricResult.from_items(name, items, info=result.info, details=dict(result.details))
+    return out
+
+
+class MonitorReport(BaseModel):
+    """What a monitor run found: the log's outcomes, the window's figures, and its drift comparisons."""
+
+    source: str
+    counts: dict[str, int]
+    bad: list[BadRow] = Field(default_factory=list)  # the first bad rows (all are counted)
+    windows: dict[str, str] = Field(default_factory=dict)  # label -> describe()
+    metrics: dict[str, dict[str, Any]] = Field(default_factory=dict)  # the current window's summary
+    unavailable: dict[str, str] = Field(default_factory=dict)
+    comparisons: list[DriftComparison] = Field(default_factory=list)
+    feedback: FeedbackSummary = Field(default_factory=FeedbackSummary)
+    usage: dict[str, dict[str, Any]] = Field(default_factory=dict)  # role -> calls, tokens, cost (this run)
+    annotations_written: int = 0  # verdicts written back to the trace source (Phoenix span annotations)
+
+    @property
+    def worse(self) -> list[str]:
+        """"<comparison>: <metric>" for every drift for the worse."""
+        return [f"{c.label}: {r.metric}" for c in self.comparisons for r in c.rows
+                if r.verdict == "drift" and r.direction == "worse"]
+
+    def verdict_line(self) -> str:
+        if not self.comparisons:
+            return "no earlier window to compare with"
+        worse = self.worse
+        return f"DRIFT for the worse: {', '.join(worse)}" if worse else "no drift for the worse"
+
+    def text(self) -> str:
+        from ragwatch.logs.report import report_text
+
+        return report_text(self)
+
+    def html(self) -> str:
+        from ragwatch.logs.report import report_html
+
+        return report_html(self)
+
+    def metadata(self) -> dict[str, Any]:
+        """Stable keys, the same in every run: `monitor` (window and counts), `drift_vs_previous`,
+        `drift_vs_reference` (metric -> diff, interval, verdict), `feedback`."""
+        out: dict[str, Any] = {"monitor": {"verdict": self.verdict_line(), "log_counts": dict(self.counts),
+                                           "windows": dict(self.windows),
+                                           "metrics": {k: {f: v for f, v in s.items() if v is not None}
+                                                       for k, s in self.metrics.items()},
+                                           "usage": self.usage}}
+        for comparison in self.comparisons:
+            key = {"vs previous window": "drift_vs_previous", "vs reference window": "drift_vs_reference"}.get(
+                comparison.label, f"drift_{comparison.label.replace(' ', '_')}")
+            out[key] = {r.metric: {k: v for k, v in {"diff": r.diff, "diff_low": r.diff_low, "diff_high": r.diff_high,
+                                                     "verdict": r.verdict, "n_new": r.n_new, "n_old": r.n_old,
+                                                     "method": "unpaired"}.items() if v is not None}
+                        for r in comparison.rows}
+        out["feedback"] = {f.kind: {"score": f.score, "ci_low": f.ci_low, "ci_high": f.ci_high, "n": f.n,
+                                    "labels": f.labels or "none"} for f in self.feedback.figures}
+        return out
+
+
+def _usage(evaluations: list[WindowEvaluation]) -> dict[str, dict[str, Any]]:
+    """The judge calls of each distinct window once (the reference may be the previous window)."""
+    distinct = {(e.window.start, e.window.end): e for e in evaluations}
+    judge = [e.metrics.details.get("usage", {}) for e in distinct.values()]
+    return {
+        "generator": {"calls": 0, "note": "logged answers: nothing is generated"},
+        "judge": {key: sum(u.get(key, 0) for u in judge) for key in
+                  ("calls", "cache_hits", "prompt_tokens", "completion_tokens", "cost_usd")},
+    }
+
+
+def monitor_report(log: LogReadResult, windows: Windows, current: WindowEvaluation, previous: WindowEvaluation,
+                   reference: WindowEvaluation, config: MonitorConfig) -> MonitorReport:
+    """The current window against the previous and the reference window, and its versions against
+    each other (the first version seen is the baseline)."""
+    report = MonitorReport(source=log.source, counts=log.counts, bad=log.bad[:20],
+                           metrics=current.metrics.summary(), unavailable=current.metrics.unavailable,
+                           feedback=current.feedback, usage=_usage([current, previous, reference]))
+    for evaluation in (current, previous, reference):
+        report.windows[evaluation.window.label] = evaluation.window.describe()
+    new = current.metrics.metrics
+    name = current.window.name
+    for label, old in (("vs previous window", previous), ("vs reference window", reference)):
+        same = old.window.start == current.window.start
+        if old.empty or current.empty or (label == "vs reference window" and (
+                same or old.window.start == previous.window.start)):
+            continue  # nothing to compare, or the reference is this window or the previous one
+        report.comparisons.append(compare_windows(new, old.metrics.metrics, config.drift, label=label,
+                                                  new_window=name, old_window=old.window.name))
+    if config.window.by_system_version:
+        report.comparisons += version_comparisons(current, config)
+    return report
+
+
+def version_comparisons(current: WindowEvaluation, config: MonitorConfig) -> list[DriftComparison]:
+    """Each system version of the window against the first one seen in it (unpaired: they answered
+    different questions)."""
+    order: list[str] = []
+    ids: dict[str, set[str]] = {}
+    for record in current.window.records:
+        version = record.system_version or "unversioned"
+        if version not in ids:
+            order.append(version)
+        ids.setdefault(version, set()).add(record.trace_id)
+    if len(order) < 2:
+        return []
+    base = order[0]
+    baseline = subset(current.metrics.metrics, ids[base])
+    return [compare_windows(subset(current.metrics.metrics, ids[v]), baseline, config.drift,
+                            label=f"version {v} vs {base}", new_window=f"{v} (n={len(ids[v])})",
+                            old_window=f"{base} (n={len(ids[base])})") for v in order[1:]]

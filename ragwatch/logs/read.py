@@ -1,0 +1,31 @@
+"""One entry to every log format: `read_log(settings) -> LogReadResult`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ragwatch.log_settings import LogSettings
+from ragwatch.logs.langfuse import read_langfuse
+from ragwatch.logs.openinference import read_openinference
+from ragwatch.logs.records import LogReadResult
+from ragwatch.logs.tabular import read_tabular
+
+
+def read_log(settings: LogSettings) -> LogReadResult:
+    """The records and bad rows of the configured log; FileNotFoundError / ValueError say what to fix."""
+    if settings.format == "phoenix":
+        from ragwatch.logs.phoenix import pull_spans
+
+        assert settings.phoenix is not None  # set by LogSettings
+        return pull_spans(settings.phoenix)
+    path = Path(settings.path)
+    if not path.is_file():
+        raise FileNotFoundError(f"logs.path: {path} is not a file")
+    fmt = settings.format
+    if fmt == "auto":
+        fmt = "csv" if path.suffix.lower() == ".csv" else "jsonl"
+    if fmt in ("jsonl", "csv"):
+        return read_tabular(path, settings.columns, csv_format=fmt == "csv", feedback_scale=settings.feedback_scale)
+    if fmt == "openinference":
+        return read_openinference(path)
+    return read_langfuse(path, feedback_scores=settings.feedback_scores, feedback_scale=settings.feedback_scale)

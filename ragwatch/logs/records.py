@@ -1,0 +1,162 @@
+"""The one record of a logged answer, and what reading a log found.
+
+Every log format (JSONL / CSV with named columns, Langfuse trace exports, OpenInference spans) is
+turned into `LogRecord`s plus `BadRow`s: a row or trace that cannot be evaluated is never dropped in
+silence, it comes back with its line (or trace id) and the reason, counted by `outcome`.
+
+Outcomes (the keys of `LogReadResult.counts`):
+- `kept`: evaluated as it was answered;
+- `malformed`: not a record (bad JSON, no question, a bad timestamp, a bad feedback value);
+- `duplicate_trace_id`: a trace id seen before; the first occurrence is kept;
+- `missing_contexts`: no contexts field (or a span tree without a retriever span): what was retrieved
+  is unknown, so nothing can be judged against it. An empty list is a retrieval that found nothing
+  and is kept;
+- `empty_answer`: kept, but as a failed answer (every metric counts it as a failed item, with this reason).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field, model_validator
+
+Outcome = Literal["kept", "malformed", "duplicate_trace_id", "missing_contexts", "empty_answer"]
+OUTCOMES: tuple[Outcome, ...] = ("kept", "malformed", "duplicate_trace_id", "missing_contexts", "empty_answer")
+EMPTY_ANSWER = "the logged answer is empty"
+
+
+class LogContext(BaseModel):
+    """One passage the system retrieved and answered with."""
+
+    text: str
+    id: str | None = None
+    source: str | None = None
+    score: float | None = None
+
+
+class Feedback(BaseModel):
+    """A user's verdict on an answer: thumbs (`value` 0 or 1) or a rating on `scale`."""
+
+    kind: Literal["thumbs", "rating"]
+    value: float
+    scale: tuple[float, float] = (0.0, 1.0)
+
+    @model_validator(mode="after")
+    def _on_scale(self) -> Feedback:
+        low, high = self.scale
+        if not high > low:
+            raise ValueError(f"a feedback scale needs low < high, got {self.scale}")
+        if not low <= self.value <= high:
+            raise ValueError(f"feedback {self.value} is outside its scale {self.scale}")
+        if self.kind == "thumbs" and self.value not in (0.0, 1.0):
+            raise ValueError(f"thumbs feedback is 0 (down) or 1 (up), got {self.value}")
+        return self
+
+    @property
+    def share(self) -> float:
+        """The value on 0..1 (thumbs up = 1; a rating rescaled from its scale)."""
+        low, high = self.scale
+        return (self.value - low) / (high - low)
+
+
+class LogRecord(BaseModel):
+    """One logged answer: what was asked, what was retrieved, what was said, and when."""
+
+    trace_id: str
+    question: str
+    answer: str
+    contexts: list[LogContext] = Field(default_factory=list)
+    timestamp: datetime
+    reference_answer: str | None = None
+    feedback: Feedback | None = None
+    system_version: str | None = None
+    relevant: list[str] = Field(default_factory=list)  # relevant chunk ids / sources, when the log knows them
+    where: str = ""  # "line 12" or "trace abc": where it was read
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _aware(self) -> LogRecord:
+        if self.timestamp.tzinfo is None:  # a naive time in a log is read as UTC, the logging default
+            self.timestamp = self.timestamp.replace(tzinfo=UTC)
+        return self
+
+    @property
+    def answer_error(self) -> str | None:
+        return EMPTY_ANSWER if not self.answer.strip() else None
+
+
+class BadRow(BaseModel):
+    """A row or trace that could not be evaluated, and why."""
+
+    where: str  # "line 7", "trace 4bf9..."
+    outcome: Outcome
+    reason: str
+
+
+class LogReadResult(BaseModel):
+    """The records of one log and everything that was not kept, with counts per outcome."""
+
+    source: str
+    format: str
+    records: list[LogRecord] = Field(default_factory=list)
+    bad: list[BadRow] = Field(default_factory=list)
+
+    @property
+    def counts(self) -> dict[str, int]:
+        counts = Counter(b.outcome for b in self.bad)
+        counts["kept"] = len(self.records)
+        counts["empty_answer"] = sum(1 for r in self.records if r.answer_error)  # kept as failed answers
+        return {o: counts.get(o, 0) for o in OUTCOMES}
+
+    def describe(self, limit: int = 10) -> str:
+        """What was read: counts per outcome, then the first bad rows with their reason."""
+        counts = self.counts
+        head = (f"{self.source} ({self.format}): {counts['kept']} answers kept"
+                + "".join(f", {n} {o.replace('_', ' ')}" for o, n in counts.items() if o != "kept" and n))
+        lines = [head] + [f"  {b.where}: {b.outcome.replace('_', ' ')}: {b.reason}" for b in self.bad[:limit]]
+        if len(self.bad) > limit:
+            lines.append(f"  ... and {len(self.bad) - limit} more")
+        return "\n".join(lines)
+
+
+def parse_timestamp(value: Any) -> datetime:
+    """ISO 8601 (a trailing Z allowed), or seconds / milliseconds since the epoch."""
+    if isinstance(value, datetime):
+        return value
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        seconds = value / 1000 if value > 1e11 else value  # milliseconds since the epoch are > 1e11
+        return datetime.fromtimestamp(seconds, tz=UTC)
+    if isinstance(value, str) and value.strip():
+        text = value.strip()
+        try:
+            return datetime.fromisoformat(text[:-1] + "+00:00" if text.endswith("Z") else text)
+        except ValueError:
+            pass
+        try:
+            return parse_timestamp(float(text))
+        except ValueError:
+            pass
+    raise ValueError(f"timestamp {value!r} is not ISO 8601 (e.g. 2026-11-20T14:03:00Z) nor epoch seconds")
+
+
+def finish(result: LogReadResult, candidates: list[tuple[LogRecord | None, str, str | None]]) -> LogReadResult:
+    """Keep the first record of each trace id; the rest become `duplicate_trace_id` bad rows.
+
+    `candidates`: (record, where, problem) in log order; a record of None carries its problem as a
+    `missing_contexts` bad row (the one problem a reader finds after the row parsed).
+    """
+    first: dict[str, str] = {}
+    for record, where, problem in candidates:
+        if record is None:
+            result.bad.append(BadRow(where=where, outcome="missing_contexts", reason=problem or "no contexts"))
+            continue
+        if record.trace_id in first:
+            result.bad.append(BadRow(where=where, outcome="duplicate_trace_id",
+                                     reason=f"trace id {record.trace_id!r} was first read at {first[record.trace_id]}; "
+                                            "the first is kept"))
+            continue
+        first[record.trace_id] = where
+        result.records.append(record)
+    return result

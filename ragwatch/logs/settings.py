@@ -1,0 +1,95 @@
+"""The `monitor` configuration: which log, which windows, what is measured, and what counts as drift.
+
+Example (configs/monitor.yaml):
+    logs: {path: ../data/sample/logs/answers.jsonl, format: jsonl}
+    window: {length: 1d, budget: 150, seed: 0}
+    drift: {tolerance: 0.1}
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from ragwatch.judges.config import JudgesConfig
+from ragwatch.log_settings import LogSettings, parse_duration
+from ragwatch.retrieval import MatchSettings
+
+# What a user cannot see, a user's verdict cannot label: they never read the retrieved passages.
+NEVER_FEEDBACK_LABELS = ("faithfulness", "context_relevance", "support")
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class WindowSettings(_Strict):
+    """The window evaluated (`length`, ending at `at`: default the end of the last logged day, UTC),
+    compared with the window before it and with a reference window (`reference`: its start; default
+    the first window of the log). Each is sampled to `budget` answers (seeded)."""
+
+    length: str = "1d"
+    at: str | None = None
+    reference: str | None = None
+    budget: int = 200
+    seed: int = 0
+    by_system_version: bool = True  # versions inside the window are also compared as systems
+
+    @field_validator("length")
+    @classmethod
+    def _duration(cls, value: str) -> str:
+        parse_duration(value)
+        return value
+
+    @field_validator("budget")
+    @classmethod
+    def _positive(cls, value: int) -> int:
+        if value < 2:
+            raise ValueError(f"window.budget must be at least 2 (an interval needs two answers), got {value}")
+        return value
+
+
+class DriftSettings(_Strict):
+    """"drift": the interval of the difference excludes 0; "no drift": it lies within
+    +-tolerance (a share of the metric's scale: 0.1 is 0.1 on a 0-1 metric, 0.4 on a 1-5 one);
+    "undecided": neither. `confidence` holds for the whole window (Bonferroni over its metrics)."""
+
+    tolerance: float = Field(default=0.1, gt=0, lt=1)
+    confidence: float = Field(default=0.95, gt=0.5, lt=1)
+
+
+class FeedbackSettings(_Strict):
+    """Which metric a user's feedback labels (None: reported beside the metrics, labelling none).
+
+    Thumbs say "this answer served me": by default they label `answer_relevance/pass` (the answer
+    relevance judge's score >= `pass_threshold`, a 0/1 metric); ratings label `answer_relevance` on its
+    1-5 scale (rescaled from the rating's). Never faithfulness or context metrics: a user does not see
+    the retrieved passages."""
+
+    thumbs_metric: str | None = "answer_relevance/pass"
+    rating_metric: str | None = "answer_relevance"
+    pass_threshold: float = 4.0
+
+    @field_validator("thumbs_metric", "rating_metric")
+    @classmethod
+    def _not_unseen(cls, value: str | None) -> str | None:
+        if value is not None and value.split("/")[0] in NEVER_FEEDBACK_LABELS:
+            raise ValueError(f"user feedback cannot label {value!r}: users do not see the retrieved contexts; "
+                             "choose answer_relevance, answer_relevance/pass, correctness or a rubric judge")
+        return value
+
+
+class MonitorConfig(_Strict):
+    """`python run.py monitor --config FILE`: the whole configuration of a monitor run."""
+
+    PATH_KEYS: ClassVar[tuple[str, ...]] = ("logs.path", "reports_dir")
+
+    logs: LogSettings
+    window: WindowSettings = Field(default_factory=WindowSettings)
+    drift: DriftSettings = Field(default_factory=DriftSettings)
+    feedback: FeedbackSettings = Field(default_factory=FeedbackSettings)
+    judges: JudgesConfig = Field(default_factory=lambda: JudgesConfig(enabled=[]))
+    match: MatchSettings = Field(default_factory=MatchSettings)
+    model_name: str = "ragwatch-logs"  # the ZenML model that versions what the monitored log is
+    reports_dir: str | None = None

@@ -1,0 +1,131 @@
+"""JSONL and CSV logs with named columns (`ragwatch.rows.read_rows`), the names configurable.
+
+Columns (defaults; `LogColumns` renames them): `question`, `answer`, `contexts` (a list of strings or of
+objects `{text, id, source, score}`; in CSV a JSON-encoded list), `timestamp` (ISO 8601 or epoch
+seconds), `trace_id`, and optional `reference_answer`, `feedback` (thumbs or a rating; see
+`feedback_parse`), `feedback_scale`, `system_version`, `relevant` (ids or sources of the relevant passages).
+
+Example:
+    >>> result = read_tabular("answers.jsonl", LogColumns(question="query"))  # doctest: +SKIP
+    >>> print(result.describe())  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from ragwatch.log_settings import LogColumns
+from ragwatch.logs.feedback_parse import parse_feedback
+from ragwatch.logs.records import BadRow, LogContext, LogReadResult, LogRecord, finish, parse_timestamp
+from ragwatch.rows import read_rows
+
+
+def read_tabular(path: str | Path, columns: LogColumns | None = None, *, csv_format: bool | None = None,
+                 feedback_scale: tuple[float, float] | None = None) -> LogReadResult:
+    """Every row of a JSONL or CSV log as a record or a bad row (never raised, never dropped)."""
+    columns = columns or LogColumns()
+    path = Path(path)
+    is_csv = path.suffix.lower() == ".csv" if csv_format is None else csv_format
+    result = LogReadResult(source=str(path), format="csv" if is_csv else "jsonl")
+    candidates: list[tuple[LogRecord | None, str, str | None]] = []
+    for line, row in read_rows(path, csv_format=is_csv):
+        where = f"line {line}"
+        if isinstance(row, str):
+            result.bad.append(BadRow(where=where, outcome="malformed", reason=row))
+            continue
+        try:
+            candidates.append(_record(row, columns, where, feedback_scale))
+        except (ValueError, TypeError) as exc:
+            result.bad.append(BadRow(where=where, outcome="malformed", reason=str(exc)))
+    return finish(result, candidates)
+
+
+def _get(row: dict[str, Any], name: str) -> Any:
+    if name in row:
+        return row[name]
+    value: Any = row
+    for part in name.split("."):
+        if not isinstance(value, dict) or part not in value:
+            return None
+        value = value[part]
+    return value
+
+
+def _text(row: dict[str, Any], name: str) -> str | None:
+    value = _get(row, name)
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return None
+    return str(value)
+
+
+def _record(row: dict[str, Any], c: LogColumns, where: str, feedback_scale: tuple[float, float] | None
+            ) -> tuple[LogRecord | None, str, str | None]:
+    question = _text(row, c.question)
+    if question is None:
+        raise ValueError(f"no question (column {c.question!r}; the row has {sorted(row)})")
+    trace_id = _text(row, c.trace_id)
+    if trace_id is None:
+        raise ValueError(f"no trace id (column {c.trace_id!r}): every logged answer needs its own id")
+    raw_time = _get(row, c.timestamp)
+    if raw_time in (None, ""):
+        raise ValueError(f"no timestamp (column {c.timestamp!r})")
+    raw_contexts = _get(row, c.contexts)
+    if raw_contexts is None or (isinstance(raw_contexts, str) and not raw_contexts.strip()):
+        return None, where, (f"no contexts (column {c.contexts!r}): what the system retrieved is unknown, "
+                             "so its answer cannot be judged against it; log [] for a retrieval that found nothing")
+    scale = _get(row, c.feedback_scale)
+    record = LogRecord(
+        trace_id=trace_id, question=question, answer=_text(row, c.answer) or "",
+        contexts=parse_log_contexts(raw_contexts, c), timestamp=parse_timestamp(raw_time),
+        reference_answer=_text(row, c.reference_answer),
+        feedback=parse_feedback(_get(row, c.feedback), scale if scale not in (None, "") else feedback_scale),
+        system_version=_text(row, c.system_version), relevant=_string_list(_get(row, c.relevant), "relevant"),
+        where=where,
+    )
+    return record, where, None
+
+
+def parse_log_contexts(raw: Any, c: LogColumns | None = None) -> list[LogContext]:
+    """A list (or a JSON-encoded list) of strings or objects -> `LogContext`s; ValueError names the bad one."""
+    c = c or LogColumns()
+    if isinstance(raw, str):
+        try:
+            raw = json.loads(raw)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"contexts is not a JSON list ({exc.msg}); in CSV write it as "
+                             '["passage one", "passage two"]') from exc
+    if not isinstance(raw, list):
+        raise ValueError(f"contexts must be a list of strings or objects, got {type(raw).__name__}")
+    out = []
+    for i, item in enumerate(raw):
+        if isinstance(item, str):
+            out.append(LogContext(text=item))
+        elif isinstance(item, dict):
+            text = item.get(c.context_text)
+            if not isinstance(text, str):
+                raise ValueError(f"context {i} has no text field {c.context_text!r} (fields: {sorted(item)})")
+            score = item.get("score")
+            out.append(LogContext(text=text, id=_opt(item.get(c.context_id)), source=_opt(item.get(c.context_source)),
+                                  score=float(score) if isinstance(score, (int, float)) else None))
+        else:
+            raise ValueError(f"context {i} is a {type(item).__name__}; expected a string or an object")
+    return out
+
+
+def _opt(value: Any) -> str | None:
+    return None if value is None else str(value)
+
+
+def _string_list(value: Any, name: str) -> list[str]:
+    if value is None or value == "":
+        return []
+    if isinstance(value, str):
+        try:
+            value = json.loads(value) if value.strip().startswith("[") else [value]
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"{name} is not a JSON list ({exc.msg})") from exc
+    if not isinstance(value, list):
+        raise ValueError(f"{name} must be a list of ids or sources, got {type(value).__name__}")
+    return [str(v) for v in value]

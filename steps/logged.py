@@ -1,0 +1,44 @@
+"""Steps for a log as the evaluation set: the set from the log, a system's answers without an index,
+and the metric groups a log has none of (retrieval over an index, keyword tests)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from zenml import log_metadata, step
+
+from ragwatch.artifacts import AnswerSet, EvalSet, MetricGroup
+from ragwatch.config import SystemUnderTest
+from ragwatch.evalset.assemble import generation_samples
+from ragwatch.evaluation import answer_questions, build_system
+from ragwatch.log_settings import LogInput
+from ragwatch.logs.evaluate import logged_eval_set
+from steps.secrets import export_api_keys
+
+
+@step(enable_cache=False)
+def logged_eval_set_step(logs: LogInput) -> Annotated[EvalSet, "eval_set"]:
+    """The logged questions (their logged answers inside), with what reading the log found."""
+    samples, report = logged_eval_set(logs)
+    log_metadata(metadata={"eval_set": {"samples": len(samples), "source": "log", "log": report}})
+    return EvalSet(samples=samples, metadata={"source": "log", "log": report})
+
+
+@step
+def answer_without_index(eval_set: EvalSet, system: SystemUnderTest) -> Annotated[AnswerSet, "rag_answers"]:
+    """A system of its own (logged, callable, HTTP) answers the logged questions; the logged system
+    returns what it said, calling nothing."""
+    export_api_keys()
+    rag, _ = build_system(system, None, None)
+    samples = generation_samples(eval_set.samples)
+    answers = answer_questions(rag, samples)
+    log_metadata(metadata={"answers": {"questions": len(samples), "failed": sum(1 for a in answers if not a.ok),
+                                       "system_fingerprint": rag.fingerprint()},
+                           "usage": {"generator": {"calls": 0}}})
+    return AnswerSet(answers=answers, system=rag.describe(), fingerprint=rag.fingerprint(), usage={"calls": 0})
+
+
+@step
+def not_measured(group: str) -> Annotated[MetricGroup, "not_measured"]:
+    """An empty metric group: what a log's evaluation has no input for (an index, new questions)."""
+    return MetricGroup(group=group)
