@@ -17,25 +17,38 @@ _UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
 
 class LogColumns(_Strict):
     """Which column holds what (a dotted name reaches into a JSON object: `"meta.version"`)."""
 
     question: str = "question"
+    """Column of the question."""
     answer: str = "answer"
+    """Column of the answer as it was given."""
     contexts: str = "contexts"
+    """Column of the retrieved contexts (a list of strings or of objects; JSON-encoded in CSV)."""
     timestamp: str = "timestamp"
+    """Column of the answer's time (ISO 8601)."""
     trace_id: str = "trace_id"
+    """Column of the trace id (a repeated id keeps its first row)."""
     reference_answer: str = "reference_answer"
+    """Column of an optional reference answer."""
     feedback: str = "feedback"
+    """Column of optional user feedback (thumbs or a rating)."""
     feedback_scale: str = "feedback_scale"
+    """Column of a rating's scale, when rows carry one."""
     system_version: str = "system_version"
+    """Column of the model/prompt/system version that answered."""
     relevant: str = "relevant"
-    context_text: str = "text"  # fields of a context object
+    """Column of known relevant context ids, when any."""
+    context_text: str = "text"
+    """Field of a context object holding its text."""
     context_id: str = "id"
+    """Field of a context object holding its id."""
     context_source: str = "source"
+    """Field of a context object holding its source."""
 
 
 def parse_duration(text: str) -> timedelta:
@@ -54,9 +67,13 @@ class PhoenixSource(_Strict):
     package needed here) and to write the monitor's verdicts back to, as span annotations."""
 
     url: str = "http://127.0.0.1:6006"
+    """The Phoenix server."""
     project: str = "default"
-    annotate: bool = True  # write each evaluated trace's verdict back as a span annotation
+    """The Phoenix project whose spans are read."""
+    annotate: bool = True
+    """Write each evaluated trace's verdict back as a span annotation."""
     annotation_name: str = "ragwatch"
+    """The annotation's name in Phoenix."""
 
 
 class LogSettings(_Strict):
@@ -64,12 +81,18 @@ class LogSettings(_Strict):
     trace exports (`openinference`, `langfuse`) are named; `phoenix` pulls from a Phoenix server."""
 
     path: str = ""
+    """The log file (required unless `format: phoenix`)."""
     format: LogFormat = "auto"
+    """auto (by extension), jsonl, csv, openinference, langfuse or phoenix."""
     phoenix: PhoenixSource | None = None
-    columns: LogColumns = Field(default_factory=LogColumns)  # JSONL / CSV column names
-    feedback_scale: tuple[float, float] | None = None  # the scale of numeric ratings that do not carry one
+    """The Phoenix server to read from (`format: phoenix`)."""
+    columns: LogColumns = Field(default_factory=LogColumns)
+    """JSONL / CSV column names."""
+    feedback_scale: tuple[float, float] | None = None
+    """The scale of numeric ratings that do not carry one."""
     feedback_scores: list[str] = Field(default_factory=lambda: ["user_feedback", "user-feedback", "feedback",
-                                                                "thumbs", "rating"])  # Langfuse score names
+                                                                "thumbs", "rating"])
+    """Langfuse score names read as user feedback."""
 
     @model_validator(mode="after")
     def _format_known(self) -> LogSettings:
@@ -89,8 +112,11 @@ class LogInput(LogSettings):
     (e.g. "7d"; None: the whole log), sampled to `budget` answers (None: all), seeded."""
 
     window: str | None = None
+    """The log's last window to use, e.g. "7d" (null: the whole log)."""
     budget: int | None = Field(default=None, ge=2)
+    """Answers sampled from the window, seeded (null: all)."""
     seed: int = 0
+    """The sampling seed."""
 
     @field_validator("window")
     @classmethod

@@ -188,6 +188,7 @@ class Evidence:
     higher_is_better: bool = True
     allowed_drop: float = 0.0
     below_agreement: str | None = None  # the judge's measured agreement is below the gate's bar (why)
+    weak_judge: str = "paired"  # GateThresholds.weak_judge: what a judge below the bar still decides
 
 
 class VerdictDecision(NamedTuple):
@@ -231,6 +232,11 @@ def decide_verdict(e: Evidence) -> VerdictDecision:
     verdict = _verdict(low, high, e.higher_is_better, e.allowed_drop)
     gain_high = high if e.higher_is_better else -low
     within = "a drop, but within the allowed drop" if verdict == "unchanged" and gain_high < 0 else ""
+    if not_gated and verdict == "regressed" and e.weak_judge == "paired":
+        # the same judge and calibration scored both runs: its own paired difference blocks a clear regression
+        return VerdictDecision(verdict, f"{e.below_agreement}, but its own paired difference (same judge and "
+                                        "calibration in both runs) blocks a clear regression (gate.weak_judge: "
+                                        "paired)", gates=True)
     return VerdictDecision(verdict, _join(within, not_gated), gates=not not_gated)
 
 
@@ -337,7 +343,8 @@ def _compare_metric(name: str, new: MetricResult, old: MetricResult, thresholds:
         identical_pairs=len(common) if identical else 0,
         unpaired_extra=max(len(new_values), len(old_values)) - len(common) if identical else 0,
         enough=enough, interval=None if d_low is None or d_high is None else (d_low, d_high),
-        below_agreement=_below_agreement(new, thresholds) if judged else None, **facts))
+        below_agreement=_below_agreement(new, thresholds) if judged else None,
+        weak_judge=thresholds.weak_judge, **facts))
 
 
 def _compare_cases(row: MetricComparison, new: dict[str, float], old: dict[str, float],

@@ -86,7 +86,7 @@ def test_every_combination_of_row_verdicts_and_gate_statuses(status: str) -> Non
             assert ("Worse than production" in line) == bool(named["regressed"])
             assert ("Better than production" in line) == (bool(named["improved"]) and not named["regressed"])
             expected = ("bad" if status == "regressed" or named["regressed"]
-                        else "hold" if status == "hold" else "ok")
+                        else "hold" if status in ("hold", "needs_labels") else "ok")
             assert cls == expected, (status, line)
             checked += 1
     assert checked == 2 ** len(VERDICTS)
@@ -131,8 +131,9 @@ def test_a_changed_judge_model_is_not_comparable_in_the_line_too() -> None:
     assert line.endswith("Gate: PROMOTED.") and cls == "ok"
 
 
-def test_a_judge_below_the_agreement_bar_regresses_in_its_row_but_gates_nowhere() -> None:
-    """Its row says regressed, not gated; the gate promotes; the line does not call the run worse."""
+def test_a_judge_below_the_agreement_bar_blocks_a_clear_regression_in_its_row_and_the_line() -> None:
+    """gate.weak_judge paired: the same judge scored both runs, so its clear paired drop gates; the row,
+    the gate and the line all say so. With weak_judge labels the row is shown, not gated."""
     weak = JudgeAgreement(kappa=0.2, kappa_ci=(0.0, 0.4), balanced_accuracy=0.6, balanced_accuracy_ci=(0.5, 0.7),
                           n=50, data="labelled statements", labels="reference labels")
     old = {"faithfulness": _judge("faithfulness", [1.0, 0.9] * 15, "m", scale=(0.0, 1.0), agreement=weak)}
@@ -140,11 +141,15 @@ def test_a_judge_below_the_agreement_bar_regresses_in_its_row_but_gates_nowhere(
     th = GateThresholds()
     cmp = compare_runs(new, old, thresholds=th, old_label="production")
     row = cmp.row("faithfulness")
-    assert row.verdict == "regressed" and not row.gated and "min_judge_kappa" in row.note
+    assert row.verdict == "regressed" and row.gated and "min_judge_kappa" in row.note
     gate = gate_decision(cmp, th)
-    assert gate.promote
+    assert not gate.promote and gate.status == "regressed"
     _, line = verdict_line({"production": cmp}, gate)
-    assert "Worse" not in line and line.endswith("Gate: PROMOTED.")
+    assert "Worse than production: faithfulness regressed" in line
+
+    labels_only = GateThresholds(weak_judge="labels")
+    row = compare_runs(new, old, thresholds=labels_only, old_label="production").row("faithfulness")
+    assert row.verdict == "regressed" and not row.gated
 
 
 def test_decide_verdict_applies_its_rules_in_order() -> None:
