@@ -34,8 +34,12 @@ def evaluate(config: FullConfig, e2e_tables: E2ETables, system_fingerprint: str,
         eval_set = retrieval_only_set(eval_set)
     # each step gets only its part of the config: a judge setting never re-runs retrieval or answers
     retrieval, _per_question = evaluate_retrieval_step(index, eval_set, evaluation.retrieval, embedding)
-    answers = generate_answers(index, eval_set, evaluation.system, embedding)
-    e2e, _e2e_results = run_e2e_tests_step(index, e2e_tables, evaluation.system, evaluation.e2e, embedding)
+    # a system of the user's own is asked on every run unless its rag.cache_key names its version
+    live = {"enable_cache": False} if evaluation.system.rag.asked_every_run else {}
+    answers = generate_answers.with_options(**live)(index, eval_set, evaluation.system, embedding)
+    e2e, _e2e_results = run_e2e_tests_step.with_options(**live)(
+        index, e2e_tables, evaluation.system, evaluation.e2e, embedding
+    )
     judges, agreement = judge_answers_step(
         eval_set, answers, evaluation.judges, evaluation.judge_panel, generator_settings(evaluation.system),
         embedding,

@@ -25,14 +25,16 @@ from ragwatch.fmt import fmt_num, fmt_signed
 if TYPE_CHECKING:
     from ragwatch.decision.compare import Comparison, MetricComparison
 
-GateStatus = Literal["promote", "regressed", "hold", "no_baseline"]
+GateStatus = Literal["promote", "regressed", "hold", "no_baseline", "not_evaluated"]
 
 
 class GateDecision(BaseModel):
     """Promote or not, and why (one reason per regressed or held metric, or why it passed).
 
     `status`: "promote", "regressed" (a gated metric got worse), "hold" (nothing regressed but the
-    team's inconclusive rule asks for more evidence), "no_baseline" (first evaluation: promoted).
+    team's inconclusive rule asks for more evidence), "no_baseline" (first evaluation: promoted),
+    "not_evaluated" (the run could not evaluate the system: unreachable, stopped by its budget, or
+    judges that failed; `reasons[0]` is the cause, `reasons[1]` what to do; see `not_evaluated`).
     `flags`: warnings that do not decide, e.g. a constant judge that was excluded from gating.
     """
 
@@ -46,9 +48,19 @@ class GateDecision(BaseModel):
         # a decision built by hand with promote=False and no status is a refusal
         if not self.promote and self.status in ("promote", "no_baseline"):
             self.status = "regressed"
-        if self.promote and self.status in ("regressed", "hold"):
+        if self.promote and self.status in ("regressed", "hold", "not_evaluated"):
             raise ValueError(f"promote=True contradicts status {self.status!r}")
         return self
+
+    @property
+    def evaluated(self) -> bool:
+        """False when the run could not evaluate the system: it is nobody's baseline."""
+        return self.status != "not_evaluated"
+
+
+def not_evaluated(cause: str, action: str) -> GateDecision:
+    """The decision of a run that could not evaluate the system (`ragwatch.decision.outcome`)."""
+    return GateDecision(promote=False, reasons=[cause, action], status="not_evaluated")
 
 
 def gate_decision(comparison: Comparison | None, thresholds: GateThresholds | None = None) -> GateDecision:

@@ -31,6 +31,13 @@ class GateThresholds(BaseModel):
     say in it (a former `lower_is_better` list is refused with what to do instead).
     `inconclusive` and `min_n`: see `ragwatch.decision.gate`.
 
+    When a run could not evaluate the system at all, the gate says "not evaluated", never
+    "regression" (`ragwatch.decision.outcome`): the LLM budget stopped it, or more than
+    `max_unreachable` of the questions found the system unreachable (every attempt failed to connect
+    or timed out; default 0.5: most questions), or the judges failed on more than
+    `max_judge_failures` of the answered items (default 0.5). Fewer failures are measured:
+    `system/availability` (share of questions answered) gates like any other metric.
+
     Example:
         >>> GateThresholds(default_allowed_drop=0.02, per_metric={"faithfulness": 0.05},
         ...                gated_metrics=["system/hit_rate", "faithfulness"], inconclusive="min_n", min_n=30)
@@ -45,6 +52,8 @@ class GateThresholds(BaseModel):
     min_n: int = Field(30, ge=2)
     # a judge whose measured agreement with labels of its kind is below this kappa is shown, not gated
     min_judge_kappa: float = Field(0.6, ge=-1.0, le=1.0)
+    max_unreachable: float = Field(0.5, ge=0.0, le=1.0)
+    max_judge_failures: float = Field(0.5, ge=0.0, le=1.0)
 
     @model_validator(mode="before")
     @classmethod

@@ -145,7 +145,8 @@ def gate_label(gate: GateDecision) -> str:
     """The gate's decision in words: the same on the terminal, in Markdown and in HTML."""
     return {"promote": "PROMOTED", "no_baseline": "PROMOTED (first production baseline)",
             "regressed": "NOT PROMOTED (regression)",
-            "hold": "NOT PROMOTED (held: too little evidence)"}[gate.status]
+            "hold": "NOT PROMOTED (held: too little evidence)",
+            "not_evaluated": f"NOT EVALUATED ({gate.reasons[0] if gate.reasons else 'see the run'})"}[gate.status]
 
 
 def judge_warnings(metrics: Mapping[str, MetricResult]) -> list[str]:
