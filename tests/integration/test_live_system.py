@@ -52,7 +52,7 @@ class LiveRag:
         live = self
 
         class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:  # noqa: N802 (the stdlib's name)
+            def do_POST(self) -> None:
                 question = json.loads(self.rfile.read(int(self.headers["Content-Length"])))["question"]
                 with live._lock:
                     live.requests += 1
