@@ -164,6 +164,8 @@ def cmd_pipeline(name: str, config: str, no_cache: bool, zenml_config: str | Non
         recorded = read_history(since=started)
         if planned.rows or recorded:
             print("\n" + format_comparison(planned, recorded))
+    if outcome.not_evaluated:  # first and last: the line a scheduled run's log must not bury
+        print("\n" + outcome.cause_line())
     return exit_code(outcome)
 
 

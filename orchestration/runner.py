@@ -233,8 +233,6 @@ def format_outcome(outcome: RunOutcome) -> str:
     if outcome.report_path is not None:
         lines += ["", f"report: {outcome.report_path}"]
         lines += dashboard_lines(outcome.run.name)
-    if cause:  # first and last: the one line a scheduled run's log must not bury
-        lines += ["", cause]
     return "\n".join(lines)
 
 
