@@ -8,24 +8,66 @@ printout, comparisons, review export and the review page). It imports neither, s
 Every evaluation run stores its metrics as the `all_metrics` artifact of the `track_evaluation`
 step, and logs `evaluation.run_id` on its model version, so both lookups are artifact loads. Human
 labels are `human_labels` artifact versions, tagged with the model they label (`model_name` metadata).
+
+Baselines are per system and from good runs only: a `SystemKey` (the ZenML model name and the
+system's target: "builtin", "callable mod:fn", "http <url>") is logged with every run (`system`
+metadata); "previous run" is the newest run of the same key whose gate was not "not_evaluated", and
+"production" the run that last promoted a version for that key (`production_evaluation` metadata,
+logged on the model version at promotion only).
 """
 
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 from uuid import UUID
 
+from pydantic import ValidationError
 from zenml.client import Client
 from zenml.enums import ExecutionStatus, ModelStages
 
 from ragwatch.artifacts import MetricGroup
+from ragwatch.rag import RagSettings
 from ragwatch.review import HumanLabels
 
 TRACK_STEP = "track_evaluation"
 METRICS_OUTPUT = "all_metrics"
 EVALUATION_PIPELINES = ("evaluate", "full")
 LABELS_ARTIFACT = "human_labels"
+PRODUCTION_RECORD = "production_evaluation"
+
+
+class SystemKey(NamedTuple):
+    """Which system under test a run evaluated: runs of the same key share a history."""
+
+    model_name: str
+    target: str
+
+    def __str__(self) -> str:
+        return f"{self.target} (model {self.model_name})"
+
+
+def run_system(run: Any) -> SystemKey | None:
+    """The system a run evaluated: its `system` metadata, or (runs from before it was logged) the
+    system block of its track step's config. None when neither says."""
+    system = run.run_metadata.get("system")
+    if isinstance(system, dict) and "target" in system and "model_name" in system:
+        return SystemKey(system["model_name"], system["target"])
+    step = run.steps.get(TRACK_STEP)
+    config = step.config.parameters.get("config") if step is not None else None
+    sut = config.get("system") if isinstance(config, dict) else None
+    if not isinstance(sut, dict) or "model_name" not in sut:
+        return None
+    try:
+        return SystemKey(sut["model_name"], RagSettings.model_validate(sut.get("rag", {})).target)
+    except ValidationError:
+        return None
+
+
+def run_evaluated(run: Any) -> bool:
+    """False for a run that could not evaluate its system (gate "not_evaluated"): nobody's baseline."""
+    gate = run.run_metadata.get("gate")
+    return not (isinstance(gate, dict) and gate.get("status") == "not_evaluated")
 
 
 def run_metrics(run: Any) -> MetricGroup | None:
@@ -55,15 +97,17 @@ def evaluation_runs(limit: int = 50) -> list[Any]:
 
 
 def previous_evaluation(
-    exclude_run_id: UUID | None = None, before: datetime | None = None
+    exclude_run_id: UUID | None = None, before: datetime | None = None, system: SystemKey | None = None
 ) -> tuple[Any, MetricGroup] | None:
-    """The newest completed evaluation run that stored metrics, other than `exclude_run_id` and
-    created before `before` when given. Metrics are loaded only for the run returned (and for
-    newer runs that turn out to have none)."""
+    """The newest completed evaluation run that evaluated its system and stored metrics, other than
+    `exclude_run_id`, created before `before` and of `system` when given. Metrics are loaded only for
+    the run returned (and for newer runs that turn out to have none)."""
     for run in evaluation_runs():
-        if run.id == exclude_run_id or run.status != ExecutionStatus.COMPLETED:
+        if run.id == exclude_run_id or run.status != ExecutionStatus.COMPLETED or not run_evaluated(run):
             continue
         if before is not None and run.created >= before:
+            continue
+        if system is not None and run_system(run) != system:
             continue
         metrics = run_metrics(run)
         if metrics is not None:
@@ -78,52 +122,73 @@ def production_version(model_name: str) -> Any | None:
         return None
 
 
-def version_evaluation(model_version: Any) -> tuple[Any, MetricGroup] | None:
-    """The last evaluation run logged on a model version, with its metrics."""
-    evaluation = model_version.run_metadata.get("evaluation")
-    if not isinstance(evaluation, dict) or "run_id" not in evaluation:
-        return None
+def _run_with_metrics(run_id: Any) -> tuple[Any, MetricGroup] | None:
     try:
-        run = Client().get_pipeline_run(evaluation["run_id"])
+        run = Client().get_pipeline_run(run_id)
     except KeyError:
         return None
     metrics = run_metrics(run)
     return (run, metrics) if metrics is not None else None
 
 
-def production_evaluation(model_name: str) -> tuple[Any, Any, MetricGroup] | None:
-    """(production model version, its last evaluation run, that run's metrics), or None."""
-    version = production_version(model_name)
-    if version is None:
+def version_evaluation(model_version: Any) -> tuple[Any, MetricGroup] | None:
+    """The last evaluation run logged on a model version, with its metrics."""
+    evaluation = model_version.run_metadata.get("evaluation")
+    if not isinstance(evaluation, dict) or "run_id" not in evaluation:
         return None
-    found = version_evaluation(version)
-    return (version, *found) if found else None
+    return _run_with_metrics(evaluation["run_id"])
 
 
-def production_baseline(model_name: str, new_run_id: UUID) -> tuple[str, Any, MetricGroup] | None:
+def production_record(system: SystemKey) -> tuple[Any, dict[str, Any]] | None:
+    """(model version, its `production_evaluation` record) last promoted for `system`.
+
+    Systems that share a ZenML model each keep their own production: the record names the target
+    and when it was promoted. A store from before these records: the production-stage version, when
+    its last evaluation was of the same system.
+    """
+    versions = Client().list_model_versions(model_name_or_id=system.model_name, sort_by="desc:created",
+                                            size=50, hydrate=True).items
+    records = [(v, r) for v in versions if isinstance(r := v.run_metadata.get(PRODUCTION_RECORD), dict)
+               and r.get("target") == system.target and "run_id" in r]
+    if records:
+        return max(records, key=lambda vr: str(vr[1].get("promoted_at", "")))
+    version = production_version(system.model_name)
+    found = version_evaluation(version) if version is not None else None
+    if found is None or run_system(found[0]) != system or not run_evaluated(found[0]):
+        return None
+    return version, {"run_id": str(found[0].id), "target": system.target}
+
+
+def production_evaluation(system: SystemKey) -> tuple[Any, Any, MetricGroup] | None:
+    """(model version, the run that promoted it, that run's metrics) of `system`'s production, or None."""
+    found = production_record(system)
+    if found is None:
+        return None
+    version, record = found
+    evaluation = _run_with_metrics(record["run_id"])
+    return (version, *evaluation) if evaluation else None
+
+
+def production_baseline(system: SystemKey, new_run_id: UUID) -> tuple[str, Any, MetricGroup] | None:
     """(label, run, metrics) of the production evaluation to compare run `new_run_id` with.
 
-    Normally the production version's last evaluation. When that evaluation IS the new run (the run
-    that was just promoted), the baseline it replaced, recorded at promotion (`promotion` metadata),
-    so that "vs production" never compares a run with itself. None: no production to compare with.
+    Normally `system`'s production evaluation. When that evaluation IS the new run (the run that was
+    just promoted), the baseline it replaced, kept in its record (`baseline_run_id`), so that "vs
+    production" never compares a run with itself. None: no production to compare with.
     """
-    version = production_version(model_name)
-    if version is None:
+    found = production_record(system)
+    if found is None:
         return None
-    found = version_evaluation(version)
-    if found is not None and found[0].id != new_run_id:
-        return f"production {version.name}", *found
-    promotion = version.run_metadata.get("promotion")
-    if not isinstance(promotion, dict) or "baseline_run_id" not in promotion:
+    version, record = found
+    if record["run_id"] != str(new_run_id):
+        evaluation = _run_with_metrics(record["run_id"])
+        return (f"production {version.name}", *evaluation) if evaluation else None
+    if "baseline_run_id" not in record:
         return None  # the first production version: nothing was in production before it
-    try:
-        run = Client().get_pipeline_run(promotion["baseline_run_id"])
-    except KeyError:
+    evaluation = _run_with_metrics(record["baseline_run_id"])
+    if evaluation is None or evaluation[0].id == new_run_id:
         return None
-    metrics = run_metrics(run)
-    if metrics is None or run.id == new_run_id:
-        return None
-    return f"previous production {promotion.get('baseline_version', '?')}", run, metrics
+    return f"previous production {record.get('baseline_version', '?')}", *evaluation
 
 
 def run_label(run: Any) -> str:

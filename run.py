@@ -19,7 +19,8 @@ resolve against that file's directory; reports go to reports/ under the current 
 config's `reports_dir`). Without --config the bundled configs/ of the checkout are used.
 
 Exit codes: 0 success, 1 the gate did not promote (a regression, or a hold under gate.inconclusive),
-2 bad input or configuration.
+2 bad input or configuration, 3 could not evaluate (the system under test unreachable, the LLM budget
+reached, or the judges failing; the last line says which and what to do; the run is nobody's baseline).
 """
 
 from __future__ import annotations
@@ -66,8 +67,10 @@ def build_parser() -> argparse.ArgumentParser:
                                                 "e.g. deploy/kubernetes/zenml_run_config.yaml")
 
     compare = commands.add_parser("compare", help="compare evaluation runs",
-                                  description="Compare RUN (default: the last) with the previous run and "
-                                              "production, or two runs given as NEW OLD.")
+                                  description="Compare RUN (default: the last that evaluated its system) with "
+                                              "that system's previous run and production, or two runs given "
+                                              "as NEW OLD (runs of two systems: a comparison of systems, "
+                                              "not a regression).")
     compare.add_argument("runs", nargs="*", metavar="RUN", help="run names or ids, newest first")
     _add_config(compare, "configs/evaluate.yaml")
 
@@ -190,7 +193,14 @@ def cmd_pipeline(name: str, config: str, no_cache: bool, zenml_config: str | Non
         recorded = read_history(since=started, run_id=run_id)
         if planned.rows or recorded:
             print("\n" + format_comparison(planned, recorded))
-    return 1 if outcome.regressed else 0
+    if outcome.not_evaluated:  # first and last: the line a scheduled run's log must not bury
+        print("\n" + outcome.cause_line())
+    return exit_code(outcome)
+
+
+def exit_code(outcome) -> int:
+    """3 could not evaluate, 1 not promoted, 0 otherwise (the module docstring lists them)."""
+    return 3 if outcome.not_evaluated else 1 if outcome.regressed else 0
 
 
 def _quiet_estimate(name: str, config: FullConfig) -> Estimate | None:
@@ -211,7 +221,7 @@ def cmd_compare(runs: list[str], config: str) -> int:
     settings = load_config(config, FullConfig).evaluate  # before ZenML is imported: a typo is answered at once
     from orchestration.compare_runs import compare_command
 
-    text, path = compare_command(runs, settings.system.model_name, settings.gate)
+    text, path = compare_command(runs, settings.gate)
     print(text)
     print(f"\nHTML: {path} (also the 'run_comparison' artifact)")
     return 0
@@ -289,21 +299,21 @@ def cmd_watch(config: str, interval: float, once: bool) -> int:
     from orchestration.runner import format_outcome, run_pipeline
     from orchestration.watch import watch
 
-    regressions = 0
+    worst = 0
 
     def evaluate():
         return run_pipeline("full", config)
 
     def report(changes: list[str], outcome) -> None:
-        nonlocal regressions
+        nonlocal worst
         print("change: " + "; ".join(changes))
         print(format_outcome(outcome), flush=True)
-        regressions += int(outcome.regressed)
+        worst = max(worst, exit_code(outcome))
 
     watch(config, evaluate, interval_s=interval, max_checks=1 if once else None, on_change=report)
-    if once and regressions == 0:
+    if once and worst == 0:
         print("watch: evaluated every change (or there was none)")
-    return 1 if regressions else 0
+    return worst
 
 
 def main(argv: list[str] | None = None) -> int:

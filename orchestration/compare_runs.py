@@ -1,4 +1,9 @@
-"""`python run.py compare`: metric differences between evaluation runs, with intervals and verdicts."""
+"""`python run.py compare`: metric differences between evaluation runs, with intervals and verdicts.
+
+By default the last run that evaluated its system, against that system's previous run and production.
+Two runs named explicitly may be of different systems: the comparison is then labelled a comparison of
+systems, not a regression (nothing is gated on it).
+"""
 
 from __future__ import annotations
 
@@ -12,7 +17,9 @@ from ragwatch.decision.compare import Comparison, compare_runs
 from ragwatch.decision.thresholds import GateThresholds
 from ragwatch.report.comparison import build_comparison_page
 from ragwatch.report.summary import comparison_text, verdict_line
-from readback import previous_evaluation, production_baseline, run_label, run_metrics
+from readback import previous_evaluation, production_baseline, run_label, run_metrics, run_system
+
+SYSTEMS_LABEL = "comparison of systems, not a regression"
 
 
 def _metrics_of(run_name_or_id: str):
@@ -23,15 +30,23 @@ def _metrics_of(run_name_or_id: str):
     return run, metrics
 
 
-def compare_command(runs: list[str], model_name: str, thresholds: GateThresholds) -> tuple[str, Path]:
-    """Compare the given runs (new first), or by default the last run with the previous and production.
+def compare_command(runs: list[str], thresholds: GateThresholds) -> tuple[str, Path]:
+    """Compare the given runs (new first), or by default the last run with its system's previous run
+    and production.
 
     Prints nothing itself; returns the text table and the path of the HTML written to reports/.
     """
     comparisons: dict[str, Comparison] = {}
+    notes: list[str] = []
     if len(runs) >= 2:
         (new_run, new), (old_run, old) = _metrics_of(runs[0]), _metrics_of(runs[1])
-        comparisons[run_label(old_run)] = compare_runs(
+        new_system, old_system = run_system(new_run), run_system(old_run)
+        label = run_label(old_run)
+        if new_system != old_system:
+            label = f"{label}: {SYSTEMS_LABEL}"
+            notes.append(f"{SYSTEMS_LABEL}: {new_run.name} evaluated {new_system or 'an unrecorded system'}, "
+                         f"{old_run.name} evaluated {old_system or 'an unrecorded system'}")
+        comparisons[label] = compare_runs(
             new.metrics, old.metrics, thresholds=thresholds, new_label=new_run.name, old_label=old_run.name,
             new_unavailable=new.unavailable, old_unavailable=old.unavailable,
         )
@@ -43,14 +58,15 @@ def compare_command(runs: list[str], model_name: str, thresholds: GateThresholds
             if latest is None:
                 raise ValueError("no evaluation run yet: run `python run.py` or `python run.py evaluate` first")
             new_run, new = latest
-        previous = previous_evaluation(before=new_run.created)
+        system = run_system(new_run)
+        previous = previous_evaluation(before=new_run.created, system=system)
         if previous is not None:
             old_run, old = previous
             comparisons[f"previous run {run_label(old_run)}"] = compare_runs(
                 new.metrics, old.metrics, thresholds=thresholds, new_label=new_run.name, old_label=old_run.name,
                 new_unavailable=new.unavailable, old_unavailable=old.unavailable,
             )
-        production = production_baseline(model_name, new_run.id)
+        production = production_baseline(system, new_run.id) if system is not None else None
         if production is not None:
             label, prod_run, prod_metrics = production
             comparisons[f"{label} ({run_label(prod_run)})"] = compare_runs(
@@ -58,9 +74,12 @@ def compare_command(runs: list[str], model_name: str, thresholds: GateThresholds
                 old_label=label, new_unavailable=new.unavailable, old_unavailable=prod_metrics.unavailable,
             )
     if not comparisons:
-        raise ValueError("nothing to compare with: there is one evaluation run and no production version")
+        raise ValueError(f"nothing to compare with: {new_run.name} is the first run of its system that evaluated "
+                         "it, and the system has no production version")
     _, verdict = verdict_line(comparisons, None)
     title = f"ragwatch comparison: {run_label(new_run)}"
+    if notes:  # the verdict's "worse" or "better" is between two systems, never a regression of one
+        verdict = f"{notes[0]}. {verdict}"
     text = "\n\n".join([title, verdict] + [f"== vs {label}\n{comparison_text(c)}" for label, c in comparisons.items()])
     page = build_comparison_page(comparisons, title=title)
     save_artifact(HTMLString(page), name="run_comparison")

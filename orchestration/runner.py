@@ -21,6 +21,7 @@ from ragwatch.checks.e2e import E2ETables, load_e2e_tables
 from ragwatch.config import FullConfig, corpus_fingerprint, evalset_fingerprint, system_fingerprint
 from ragwatch.decision.gate import GateDecision
 from ragwatch.preflight import preflight
+from ragwatch.rag import SystemCalls
 from ragwatch.report.summary import ReportSettings, gate_label, metrics_text, summary_text
 from readback import METRICS_OUTPUT, TRACK_STEP, step_timings
 
@@ -47,10 +48,22 @@ class RunOutcome:
     notes: list[str] = field(default_factory=list)
     summary: str | None = None  # better or worse than the last run and production (evaluation_summary)
     reports_dir: Path = REPORTS_DIR
+    system_calls: SystemCalls | None = None  # how the system under test was called (None: not asked)
+
+    @property
+    def not_evaluated(self) -> bool:
+        """The run could not evaluate the system (unreachable, budget, judges): exit code 3."""
+        return self.gate is not None and not self.gate.evaluated
 
     @property
     def regressed(self) -> bool:
-        return self.gate is not None and not self.gate.promote
+        return self.gate is not None and self.gate.evaluated and not self.gate.promote
+
+    def cause_line(self) -> str | None:
+        """"could not evaluate: <cause>; <what to do>", or None when the run evaluated."""
+        if self.gate is None or self.gate.evaluated:
+            return None
+        return "could not evaluate: " + "; ".join(self.gate.reasons[:2])
 
 
 def model_for(config: FullConfig) -> tuple[Model, str]:
@@ -218,6 +231,9 @@ def collect_evaluation(outcome: RunOutcome) -> None:
     outcome.gate = track.outputs["gate"][0].load()
     outcome.metrics = track.outputs["all_metrics"][0].load()
     outcome.summary = evaluation_summary(run)
+    calls = run.run_metadata.get("system_calls")
+    if isinstance(calls, dict) and calls.get("questions"):
+        outcome.system_calls = SystemCalls.model_validate(calls)
     # e.g. most labels match nothing in the index: said once, not once per retrieval mode and measure
     warnings = dict.fromkeys(w for m in outcome.metrics.metrics.values() for w in m.details.get("warnings", []))
     outcome.notes += [f"warning: {w}" for w in warnings]
@@ -251,6 +267,11 @@ def evaluation_summary(run: Any) -> str:
 def format_outcome(outcome: RunOutcome) -> str:
     """The closing summary printed by run.py."""
     lines = [f"pipeline {outcome.pipeline}: run {outcome.run.name} finished in {outcome.seconds:.0f} s"]
+    cause = outcome.cause_line()
+    if cause:
+        lines += ["", cause]
+    if outcome.system_calls is not None:
+        lines += ["", f"system under test: {outcome.system_calls.line()}"]
     if outcome.summary:
         lines += ["", outcome.summary, ""]
     lines += outcome.notes

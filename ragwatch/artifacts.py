@@ -9,6 +9,7 @@ from pydantic import BaseModel, Field
 from ragwatch.decision.compare import Comparison
 from ragwatch.decision.gate import GateDecision
 from ragwatch.evalset.export import samples_fingerprint
+from ragwatch.rag.base import SystemCalls
 from ragwatch.results import MetricResult
 from ragwatch.types import Chunk, Document, EvalSample, RagAnswer
 
@@ -34,12 +35,14 @@ class EvalSet(BaseModel):
 
 
 class AnswerSet(BaseModel):
-    """The answers of the system under test to the evaluation set, aligned with its samples."""
+    """The answers of the system under test to the evaluation set, aligned with its samples; `calls`:
+    how the system was called for them (requests, retries, errors, timeouts; None in older runs)."""
 
     answers: list[RagAnswer]
     system: dict[str, Any] = Field(default_factory=dict)
     fingerprint: str = ""
     usage: dict[str, Any] = Field(default_factory=dict)
+    calls: SystemCalls | None = None
 
 
 class MetricGroup(BaseModel):

@@ -48,23 +48,30 @@ def evaluate_retrieval_step(
 def generate_answers(
     index: Index, eval_set: EvalSet, system: SystemUnderTest, embedding: EmbeddingSettings
 ) -> Annotated[AnswerSet, "rag_answers"]:
-    """The system under test answers every sample that has a reference answer."""
+    """The system under test answers every sample that has a reference answer.
+
+    A system of the user's own (callable, HTTP) without `rag.cache_key` runs this step uncached
+    (`pipelines/evaluate.py`): it is asked on every evaluate.
+    """
     export_api_keys()
     rag, llm = build_system(system, index, get_embedder(embedding))
     samples = generation_samples(eval_set.samples)
     answers = answer_questions(rag, samples)
+    calls = rag.calls()
     metadata = {
         "answers": {
             "questions": len(samples),
             "failed": sum(1 for a in answers if not a.ok),
             "system_fingerprint": rag.fingerprint(),
-        }
+        },
+        "system_calls": calls.model_dump(),
     }
     if llm is not None:
         metadata["usage"] = {"generator": llm.usage.model_dump()}
     log_metadata(metadata=metadata)
     usage = llm.usage.model_dump() if llm is not None else {}
-    return AnswerSet(answers=answers, system=rag.describe(), fingerprint=rag.fingerprint(), usage=usage)
+    return AnswerSet(answers=answers, system=rag.describe(), fingerprint=rag.fingerprint(), usage=usage,
+                     calls=calls)
 
 
 @step

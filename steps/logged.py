@@ -32,10 +32,13 @@ def answer_without_index(eval_set: EvalSet, system: SystemUnderTest) -> Annotate
     rag, _ = build_system(system, None, None)
     samples = generation_samples(eval_set.samples)
     answers = answer_questions(rag, samples)
+    calls = rag.calls()
     log_metadata(metadata={"answers": {"questions": len(samples), "failed": sum(1 for a in answers if not a.ok),
                                        "system_fingerprint": rag.fingerprint()},
+                           "system_calls": calls.model_dump(),
                            "usage": {"generator": {"calls": 0}}})
-    return AnswerSet(answers=answers, system=rag.describe(), fingerprint=rag.fingerprint(), usage={"calls": 0})
+    return AnswerSet(answers=answers, system=rag.describe(), fingerprint=rag.fingerprint(), usage={"calls": 0},
+                     calls=calls)
 
 
 @step

@@ -6,23 +6,33 @@ also when every evaluation step before them came from the cache.
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Annotated, Any
 
 import pandas as pd
 from zenml import get_step_context, log_metadata, step
+from zenml.enums import ModelStages
 from zenml.types import HTMLString, MarkdownString
 
 from ragwatch.artifacts import AnswerSet, EvalSet, MetricGroup, RunComparisons
 from ragwatch.checks.system_metrics import NOTHING_ANSWERED, SYSTEM_METRICS, reported_top_k, system_metrics
 from ragwatch.config import EvaluateConfig
 from ragwatch.decision.compare import compare_runs
-from ragwatch.decision.gate import GateDecision, gate_decision
+from ragwatch.decision.gate import GateDecision, gate_decision, not_evaluated
 from ragwatch.decision.labels_plan import labels_plans
+from ragwatch.decision.outcome import could_not_evaluate
 from ragwatch.evalset.assemble import generation_samples
 from ragwatch.report.markdown import build_markdown_summary
 from ragwatch.report.page import build_html_report
 from ragwatch.report.summary import judge_models, verdict_line
-from readback import previous_evaluation, production_evaluation, run_label, step_timings
+from readback import (
+    PRODUCTION_RECORD,
+    SystemKey,
+    previous_evaluation,
+    production_evaluation,
+    run_label,
+    step_timings,
+)
 from steps.materializers import RunComparisonsMaterializer
 
 
@@ -67,22 +77,28 @@ def track_evaluation(
     Annotated[RunComparisons, "comparisons"],
     Annotated[GateDecision, "gate"],
 ]:
-    """Compare with the previous run and the production version; promote when nothing regressed."""
+    """Compare with this system's previous run and production; promote when nothing regressed.
+
+    A run that could not evaluate the system (`ragwatch.decision.outcome`) gets the gate status
+    "not_evaluated", is not promoted and logs nothing on the model version: it is nobody's baseline.
+    """
     context = get_step_context()
     run = context.pipeline_run
+    key = SystemKey(config.system.model_name, config.system.rag.target)
+    samples = generation_samples(eval_set.samples)
     # the system as it ran: the contexts it used (at the top_k it reported) and its answers, no LLM needed
     unavailable = dict(judges.unavailable)
     if answers.answers:
-        system = system_metrics(generation_samples(eval_set.samples), answers.answers,
+        system = system_metrics(samples, answers.answers,
                                 match=config.retrieval.match, k=reported_top_k(answers.system))
-    else:  # retrieval only: six empty rows would read as failures in every report and comparison
+    else:  # retrieval only: seven empty rows would read as failures in every report and comparison
         system = {}
         unavailable.update(dict.fromkeys(SYSTEM_METRICS, NOTHING_ANSWERED))
     metrics = {**retrieval.metrics, **system, **e2e.metrics, **judges.metrics}
     merged = MetricGroup(group="all", metrics=metrics, unavailable=unavailable)
 
     comparisons = RunComparisons()
-    previous = previous_evaluation(exclude_run_id=run.id)
+    previous = previous_evaluation(exclude_run_id=run.id, system=key)
     if previous is not None:
         prev_run, prev_metrics = previous
         comparisons.previous_run = run_label(prev_run)
@@ -91,7 +107,7 @@ def track_evaluation(
             new_unavailable=merged.unavailable, old_unavailable=prev_metrics.unavailable,
         )
     model_version = context.model_version
-    production = production_evaluation(config.system.model_name)
+    production = production_evaluation(key)
     if production is not None:
         prod_version, prod_run, prod_metrics = production
         comparisons.production_version = str(prod_version.name)
@@ -102,10 +118,14 @@ def track_evaluation(
             metrics, prod_metrics.metrics, thresholds=config.gate, new_label="this run", old_label="production",
             new_unavailable=merged.unavailable, old_unavailable=prod_metrics.unavailable,
         )
-    plans = labels_plans(comparisons.production, metrics, production[2].metrics if production else {},
-                         run=str(run.name), thresholds=config.gate)
-    decision = gate_decision(comparisons.production, config.gate, plans=plans)
-    if comparisons.production is not None and not comparisons.same_eval_set_as_production:
+    blocked = could_not_evaluate(answers.answers, [s.id for s in samples], answers.calls, metrics, config.gate)
+    if blocked:
+        decision = not_evaluated(*blocked)
+    else:
+        plans = labels_plans(comparisons.production, metrics, production[2].metrics if production else {},
+                             run=str(run.name), thresholds=config.gate)
+        decision = gate_decision(comparisons.production, config.gate, plans=plans)
+    if decision.evaluated and comparisons.production is not None and not comparisons.same_eval_set_as_production:
         decision.reasons.append(
             "production was evaluated on a different evaluation set: metrics were compared on the "
             "questions both sets share (paired by id)"
@@ -113,14 +133,15 @@ def track_evaluation(
 
     promoted = False
     if model_version is not None and config.promote and decision.promote:
-        is_production = production is not None and production[0].id == model_version.id
-        if not is_production:
+        # systems that share a ZenML model take its production stage in turn; each keeps its own record
+        if model_version.stage != ModelStages.PRODUCTION:
             model_version.set_stage("production", force=True)
         promoted = True
-        if production is not None:
-            # after this promotion "production" is this run; compare keeps the baseline it replaced
-            log_metadata(metadata={"promotion": {"baseline_version": str(production[0].name),
-                                                 "baseline_run_id": str(production[1].id)}}, infer_model=True)
+        # this system's production is now this run; the record keeps the baseline it replaced for compare
+        record = {"run_id": str(run.id), "target": key.target, "promoted_at": datetime.now(UTC).isoformat()}
+        if production is not None and production[1].id != run.id:
+            record.update(baseline_version=str(production[0].name), baseline_run_id=str(production[1].id))
+        log_metadata(metadata={PRODUCTION_RECORD: record}, infer_model=True)
 
     comparisons.gate = decision
     gate_metadata = {
@@ -143,11 +164,12 @@ def track_evaluation(
         "gate": gate_metadata,
         "gated_metrics": gated_metadata(metrics, comparisons, config.gate),
         "eval_set": {"fingerprint": eval_set.fingerprint, "size": len(eval_set.samples)},
-        "system": {"fingerprint": system_fingerprint, "model_name": config.system.model_name},
+        "system": {"fingerprint": system_fingerprint, "model_name": key.model_name, "target": key.target},
+        **({"system_calls": answers.calls.model_dump()} if answers.calls is not None else {}),
     }
     log_metadata(metadata=run_metadata, run_id_name_or_prefix=run.id)
     log_metadata(metadata={"metrics": merged.scores()}, artifact_name="all_metrics", infer_artifact=True)
-    if model_version is not None:
+    if model_version is not None and decision.evaluated:
         log_metadata(
             metadata={
                 **run_metadata,

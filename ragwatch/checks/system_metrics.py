@@ -5,6 +5,8 @@ system's own `top_k`, a bug that shuffles contexts, or a generator that ignores 
 read only the `RagAnswer`s (contexts used, answer text) and the evaluation samples, so they apply
 to the built-in system and to a user's own (callable, HTTP) alike, and need no LLM:
 
+- `system/availability`: the system answered the question (1) or failed to (0): a rise in the share
+  of questions it fails to answer is a change of the system, gated like any other;
 - `system/hit_rate`: a relevant passage is among the contexts used (at the system's k);
 - `system/mrr`: reciprocal rank of the first relevant context used (0 when none);
 - `system/context_recall`: share of the sample's relevant items found in the contexts used;
@@ -35,17 +37,20 @@ from ragwatch.retrieval.measures import reciprocal_rank
 from ragwatch.retrieval.ranking import hits_from_contexts
 from ragwatch.types import EvalSample, RagAnswer
 
+AVAILABILITY = "system/availability"
 HIT_RATE = "system/hit_rate"
 MRR = "system/mrr"
 CONTEXT_RECALL = "system/context_recall"
 CONTEXT_PRECISION = "system/context_precision"
 CONTEXT_SUPPORT = "answer/context_support"
 REFERENCE_COVERAGE = "answer/reference_coverage"
-SYSTEM_METRICS = (HIT_RATE, MRR, CONTEXT_RECALL, CONTEXT_PRECISION, CONTEXT_SUPPORT, REFERENCE_COVERAGE)
+SYSTEM_METRICS = (AVAILABILITY, HIT_RATE, MRR, CONTEXT_RECALL, CONTEXT_PRECISION, CONTEXT_SUPPORT, REFERENCE_COVERAGE)
 NOTHING_ANSWERED = ("not measured in this run: nothing was answered (no question has a reference answer, "
                     "as with `retrieval_only`)")
 
 _INFO = {  # the family and measure of each; `k` (the system's top_k) is set per run
+    AVAILABILITY: MetricInfo(family="system", measure="availability", binary=True, threshold=1.0,
+                             description="share of questions the system answered (a failed call scores 0)"),
     HIT_RATE: MetricInfo(family="system", measure="hit_rate", binary=True, threshold=1.0,
                          description="a relevant passage is among the contexts the system used (its own k)"),
     MRR: MetricInfo(family="system", measure="mrr",
@@ -91,10 +96,10 @@ def system_metrics(
     k: int | None = None,
     seed: int = 0,
 ) -> dict[str, MetricResult]:
-    """The six metrics above, one item per sample; `answers[i]` answers `samples[i]`.
+    """The seven metrics above, one item per sample; `answers[i]` answers `samples[i]`.
 
     With no sample at all (nothing was answered) there is nothing to measure: the caller says so with
-    `NOTHING_ANSWERED` rather than reporting six empty metrics.
+    `NOTHING_ANSWERED` rather than reporting seven empty metrics.
 
     `k` is the system's own top_k (recorded in `details`; contexts beyond it are ignored). When
     None, every context the system reported counts.
@@ -107,6 +112,7 @@ def system_metrics(
     match = match or MatchSettings()
     items: dict[str, list[ItemScore]] = {name: [] for name in SYSTEM_METRICS}
     for sample, answer in zip(samples, answers, strict=True):
+        items[AVAILABILITY].append(_availability_item(sample, answer))
         for name, item in _retrieval_items(sample, answer, match, k).items():
             items[name].append(item)
         items[CONTEXT_SUPPORT].append(_support_item(sample, answer, k))
@@ -142,6 +148,13 @@ def _retrieval_items(sample: EvalSample, answer: RagAnswer, match: MatchSettings
         CONTEXT_PRECISION: ItemScore(item_id=sample.id, details=detail,
                                      score=relevant_contexts / len(hits) if hits else 0.0),
     }
+
+
+def _availability_item(sample: EvalSample, answer: RagAnswer) -> ItemScore:
+    # a failed call is the measurement here (score 0 with its reason), not an unscored item
+    if answer.ok:
+        return ItemScore(item_id=sample.id, score=1.0, passed=True)
+    return ItemScore(item_id=sample.id, score=0.0, passed=False, details={"reason": answer.error})
 
 
 def _support_item(sample: EvalSample, answer: RagAnswer, k: int | None) -> ItemScore:

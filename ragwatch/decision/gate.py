@@ -45,7 +45,9 @@ class GateDecision(BaseModel):
 
     `status`: "promote", "regressed" (a gated metric got worse), "hold" (nothing regressed but the
     team's inconclusive rule asks for more evidence), "no_baseline" (first evaluation: promoted),
-    "needs_labels" (a judge below the agreement bar sees a drop it cannot decide: human labels will).
+    "needs_labels" (a judge below the agreement bar sees a drop it cannot decide: human labels will);
+    "not_evaluated" (the run could not evaluate the system: unreachable, stopped by its budget, or
+    judges that failed; `reasons[0]` is the cause, `reasons[1]` what to do; see `not_evaluated`).
     `flags`: warnings that do not decide, e.g. a constant judge that was excluded from gating.
     """
 
@@ -62,6 +64,16 @@ class GateDecision(BaseModel):
         if self.promote and self.status in ("regressed", "hold", "not_evaluated", "needs_labels"):
             raise ValueError(f"promote=True contradicts status {self.status!r}")
         return self
+
+    @property
+    def evaluated(self) -> bool:
+        """False when the run could not evaluate the system: it is nobody's baseline."""
+        return self.status != "not_evaluated"
+
+
+def not_evaluated(cause: str, action: str) -> GateDecision:
+    """The decision of a run that could not evaluate the system (`ragwatch.decision.outcome`)."""
+    return GateDecision(promote=False, reasons=[cause, action], status="not_evaluated")
 
 
 def gate_decision(comparison: Comparison | None, thresholds: GateThresholds | None = None, *,

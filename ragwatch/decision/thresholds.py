@@ -32,6 +32,13 @@ class GateThresholds(BaseModel):
     say in it (a former `lower_is_better` list is refused with what to do instead).
     `inconclusive`, `min_n`, `min_judge_kappa` and `weak_judge`: see `ragwatch.decision.gate`.
 
+    When a run could not evaluate the system at all, the gate says "not evaluated", never
+    "regression" (`ragwatch.decision.outcome`): the LLM budget stopped it, or more than
+    `max_unreachable` of the questions found the system unreachable (every attempt failed to connect
+    or timed out; default 0.5: most questions), or the judges failed on more than
+    `max_judge_failures` of the answered items (default 0.5). Fewer failures are measured:
+    `system/availability` (share of questions answered) gates like any other metric.
+
     Example:
         >>> GateThresholds(default_allowed_drop=0.02, per_metric={"faithfulness": 0.05},
         ...                gated_metrics=["system/hit_rate", "faithfulness"], inconclusive="min_n", min_n=30)
@@ -55,6 +62,10 @@ class GateThresholds(BaseModel):
     """What a judge below `min_judge_kappa` still does: paired (its own paired difference blocks a clear regression
     when the same judge and calibration scored both runs; a drop it sees but cannot size asks for labels) or labels
     (every drop it sees asks for labels)."""
+    max_unreachable: float = Field(0.5, ge=0.0, le=1.0)
+    """Share of questions that found the system unreachable above which the run could not be evaluated (exit 3)."""
+    max_judge_failures: float = Field(0.5, ge=0.0, le=1.0)
+    """Share of answered items the judges failed on above which the run could not be evaluated (exit 3)."""
 
     @model_validator(mode="before")
     @classmethod

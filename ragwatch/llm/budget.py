@@ -13,7 +13,11 @@ Example:
 
 from __future__ import annotations
 
+import re
 import threading
+
+# what `Budget.reason` writes: the one phrase an item's error is matched against
+_STOPPED = re.compile(r"budget of \$[0-9.e+-]+ reached after \d+ items")
 
 
 class Budget:
@@ -48,3 +52,9 @@ class Budget:
 
     def reason(self) -> str:
         return f"budget of ${self.limit_usd:g} reached after {self.items_done} items"
+
+
+def budget_stop(error: str | None) -> str | None:
+    """The budget's refusal (`Budget.reason`) inside an item's error text, or None."""
+    found = _STOPPED.search(error or "")
+    return found.group(0) if found else None

@@ -19,6 +19,7 @@ from ragwatch.rag.base import (
     RagSettings,
     RAGSystem,
     RetrievalMode,
+    SystemCalls,
     canonical_fingerprint,
     parse_contexts,
 )
@@ -42,6 +43,7 @@ __all__ = [
     "RAGSystem",
     "RagSettings",
     "RetrievalMode",
+    "SystemCalls",
     "build_prompt",
     "build_rag",
     "canonical_fingerprint",

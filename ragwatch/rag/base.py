@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import threading
+from collections import Counter
 from collections.abc import Sequence
 from typing import Any, Literal, Protocol, runtime_checkable
 
@@ -81,7 +83,15 @@ class HttpSettings(BaseModel):
 
 
 class RagSettings(BaseModel):
-    """Which system answers the questions, and how the built-in one retrieves and prompts."""
+    """Which system answers the questions, and how the built-in one retrieves and prompts.
+
+    `cache_key`: a version of your own (callable or HTTP) system, e.g. its deployed release or model
+    version (`cache_key: "v2025-11-26"`). Unset (the default), your system is asked on every
+    `evaluate`, since what answers behind a URL or a function can change without the config changing.
+    Set, its answers are reused from the step cache while this key, the rest of the config and the
+    evaluation set are unchanged: change the key when you deploy. The built-in system needs none: its
+    answers are a function of its config and index, which the cache keys on.
+    """
 
     model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
@@ -101,6 +111,9 @@ class RagSettings(BaseModel):
     """kind callable: `package.module:function` taking a question."""
     http: HttpSettings | None = None
     """kind http: the endpoint and the shape of its request and reply."""
+    cache_key: str | None = None
+    """callable / http: your system's version (a release, a model version); set, answers are cached per
+    version; unset, the system is asked on every evaluate."""
 
     @field_validator("top_k", "max_context_chars")
     @classmethod
@@ -123,7 +136,30 @@ class RagSettings(BaseModel):
             raise ValueError('kind "callable" needs callable: "package.module:function"')
         if self.kind == "http" and self.http is None:
             raise ValueError('kind "http" needs an http block with at least url: "http://host/path"')
+        if self.kind == "builtin" and self.cache_key is not None:
+            raise ValueError("cache_key is for a system of your own (kind callable or http); the built-in "
+                             "system's answers are cached on its config and index: remove cache_key")
+        if self.cache_key is not None and not self.cache_key.strip():
+            raise ValueError("cache_key is empty: give your system's version (e.g. \"v2025-11-26\") or remove "
+                             "the key to ask the system on every evaluate")
         return self
+
+    @property
+    def asked_every_run(self) -> bool:
+        """True when answers must never come from the step cache: a system of the user's own with no
+        `cache_key` (what answers behind it can change while the config does not)."""
+        return self.kind != "builtin" and self.cache_key is None
+
+    @property
+    def target(self) -> str:
+        """Which system this is, whatever its settings: "builtin", "callable <module:function>" or
+        "http <url>". Runs of the same target (and ZenML model) share a history: previous run, production."""
+        if self.kind == "http":
+            assert self.http is not None
+            return f"http {self.http.url}"
+        if self.kind == "callable":
+            return f"callable {self.callable}"
+        return "builtin"
 
 
 @runtime_checkable
@@ -137,6 +173,8 @@ class RAGSystem(Protocol):
     def fingerprint(self) -> str: ...
 
     def describe(self) -> dict[str, Any]: ...
+
+    def calls(self) -> SystemCalls: ...
 
 
 def canonical_fingerprint(config: dict[str, Any]) -> str:
@@ -197,3 +235,75 @@ def parse_contexts(raw: Any, text_field: str = "text", id_field: str = "id", sou
 
 def error_text(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"
+
+
+FailureKind = Literal["unreachable", "error", "budget"]
+
+
+class SystemCalls(BaseModel):
+    """How the system under test was called in one run.
+
+    `calls`: requests sent (HTTP: every attempt; a callable: every call; the built-in system: every
+    generation); `retries`: attempts after an item's first; `errors` and `timeouts`: attempts that
+    failed (a timeout is not counted as an error); `answered` / `failed`: questions. `failures`:
+    failed questions by kind: "unreachable" (every attempt failed to connect or timed out),
+    "budget" (the LLM budget refused the call), "error" (anything else: an HTTP error status, a reply
+    without the answer field, an exception); `reasons`: failed questions by their last reason.
+    """
+
+    target: str = ""
+    questions: int = 0
+    calls: int = 0
+    retries: int = 0
+    errors: int = 0
+    timeouts: int = 0
+    answered: int = 0
+    failed: int = 0
+    failures: dict[str, int] = Field(default_factory=dict)
+    reasons: dict[str, int] = Field(default_factory=dict)
+
+    def line(self) -> str:
+        """One line, e.g. "28 requests for 20 questions, 5 errors and 4 timeouts retried, 20 answered"."""
+        noun = "requests" if self.target.startswith("http") else "calls"
+        text = f"{self.calls} {noun} for {self.questions} questions"
+        trouble = [f"{n} {word}" for n, word in ((self.errors, "errors"), (self.timeouts, "timeouts")) if n]
+        if trouble:
+            text += f", {' and '.join(trouble)}" + (f" ({self.retries} retries)" if self.retries else "")
+        text += f", {self.answered} answered"
+        if self.failed:
+            top = max(self.reasons.items(), key=lambda kv: kv[1])[0] if self.reasons else "?"
+            text += f", {self.failed} failed (most often: {top})"
+        return text
+
+
+class CallLog:
+    """Thread-safe counts of a system's calls, turned into `SystemCalls` after a batch."""
+
+    def __init__(self, target: str) -> None:
+        self.target = target
+        self._lock = threading.Lock()
+        self._counts: Counter[str] = Counter()
+        self._failures: Counter[str] = Counter()
+        self._reasons: Counter[str] = Counter()
+
+    def count(self, what: Literal["calls", "retries", "errors", "timeouts"], n: int = 1) -> None:
+        with self._lock:
+            self._counts[what] += n
+
+    def question(self, failure: FailureKind | None = None, reason: str = "") -> None:
+        """One question done: answered (no `failure`) or failed of that kind, for `reason`."""
+        with self._lock:
+            if failure is None:
+                self._counts["answered"] += 1
+                return
+            self._counts["failed"] += 1
+            self._failures[failure] += 1
+            self._reasons[reason[:120]] += 1
+
+    def snapshot(self) -> SystemCalls:
+        with self._lock:
+            c = self._counts
+            return SystemCalls(target=self.target, questions=c["answered"] + c["failed"], calls=c["calls"],
+                               retries=c["retries"], errors=c["errors"], timeouts=c["timeouts"],
+                               answered=c["answered"], failed=c["failed"], failures=dict(self._failures),
+                               reasons=dict(self._reasons))

@@ -7,7 +7,15 @@ import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from ragwatch.rag.base import RagSettings, RetrievalMode, canonical_fingerprint, check_questions
+from ragwatch.rag.base import (
+    CallLog,
+    FailureKind,
+    RagSettings,
+    RetrievalMode,
+    SystemCalls,
+    canonical_fingerprint,
+    check_questions,
+)
 from ragwatch.types import RagAnswer, RetrievedContext, SearchHit
 
 if TYPE_CHECKING:
@@ -60,6 +68,7 @@ class BuiltinRAG:
                 "built with): pass embedder=get_embedder(...), or use retrieval_mode='bm25'"
             )
         self.index, self.embedder, self.llm = index, embedder, llm
+        self._log = CallLog("builtin")
 
     def retrieve_many(self, questions: list[str], k: int | None = None,
                       mode: RetrievalMode | None = None) -> list[list[SearchHit]]:
@@ -91,6 +100,14 @@ class BuiltinRAG:
         if supports_logprobs(self.llm.settings):  # answer confidence at no extra call
             overrides.setdefault("logprobs", True)
         generations = self.llm.generate_many(prompts, desc="rag answers", **overrides)
+        self._log = CallLog("builtin")
+        for gen in generations:
+            self._log.count("calls")
+            if gen.ok:
+                self._log.question()
+            else:
+                self._log.count("errors")
+                self._log.question(_failure_kind(gen.error or ""), gen.error or "")
         return [
             RagAnswer(
                 question=question,
@@ -102,6 +119,11 @@ class BuiltinRAG:
             )
             for question, used, gen in zip(questions, shown, generations, strict=True)
         ]
+
+    def calls(self) -> SystemCalls:
+        """The generations and failed generations of the last `answer_many` (the LLM client's own
+        retries are in its usage)."""
+        return self._log.snapshot()
 
     def describe(self) -> dict[str, Any]:
         llm = self.llm.settings
@@ -119,3 +141,11 @@ class BuiltinRAG:
 
     def fingerprint(self) -> str:
         return canonical_fingerprint(self.describe())
+
+
+def _failure_kind(error: str) -> FailureKind:
+    from ragwatch.llm.budget import budget_stop
+
+    if budget_stop(error):
+        return "budget"
+    return "unreachable" if "Connection" in error or "Timeout" in error else "error"

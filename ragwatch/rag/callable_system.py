@@ -9,7 +9,15 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from ragwatch.rag.base import canonical_fingerprint, check_questions, error_text, parse_contexts
+from ragwatch.rag.base import (
+    CallLog,
+    FailureKind,
+    SystemCalls,
+    canonical_fingerprint,
+    check_questions,
+    error_text,
+    parse_contexts,
+)
 from ragwatch.types import RagAnswer
 
 
@@ -37,6 +45,7 @@ class CallableRAG:
 
     Calls run one after another (user code need not be thread-safe). The fingerprint includes a
     hash of the function's source when it can be read, so editing the function marks a new system.
+    `calls()` counts the calls and exceptions of the last `answer_many`.
     """
 
     def __init__(self, target: str | Callable[[str], Any]) -> None:
@@ -46,6 +55,7 @@ class CallableRAG:
             self.fn = target
             name = getattr(target, "__qualname__", repr(target))
             self.target = f"{getattr(target, '__module__', '?')}:{name}"
+        self._log = CallLog(f"callable {self.target}")
 
     def _convert(self, question: str, result: Any) -> RagAnswer:
         if isinstance(result, RagAnswer):
@@ -62,16 +72,26 @@ class CallableRAG:
 
     def answer(self, question: str) -> RagAnswer:
         started = time.perf_counter()
+        self._log.count("calls")
         try:
             answer = self._convert(question, self.fn(question))
         except Exception as exc:  # one broken item must not sink the run
+            self._log.count("errors")
+            self._log.question(_failure_kind(exc), error_text(exc))
             return RagAnswer(question=question, error=f"callable {self.target} failed: {error_text(exc)}",
                              timings={"total_s": time.perf_counter() - started})
         timings = {"total_s": time.perf_counter() - started, **answer.timings}
+        self._log.question()
         return answer.model_copy(update={"timings": timings})
 
     def answer_many(self, questions: list[str]) -> list[RagAnswer]:
-        return [self.answer(q) for q in check_questions(questions)]
+        questions = check_questions(questions)
+        self._log = CallLog(self._log.target)
+        return [self.answer(q) for q in questions]
+
+    def calls(self) -> SystemCalls:
+        """The calls and exceptions of the last `answer_many`."""
+        return self._log.snapshot()
 
     def describe(self) -> dict[str, Any]:
         try:
@@ -82,3 +102,12 @@ class CallableRAG:
 
     def fingerprint(self) -> str:
         return canonical_fingerprint(self.describe())
+
+
+def _failure_kind(exc: Exception) -> FailureKind:
+    """A connection or timeout error inside the user's function (their client could not reach their
+    service) is "unreachable"; any other exception is the system's own error."""
+    name = type(exc).__name__
+    if isinstance(exc, ConnectionError | TimeoutError) or "Connect" in name or "Timeout" in name:
+        return "unreachable"
+    return "error"

@@ -12,10 +12,11 @@ Example:
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ragwatch.rag.base import canonical_fingerprint, check_questions
+from ragwatch.rag.base import SystemCalls, canonical_fingerprint, check_questions
 from ragwatch.types import EvalSample, RagAnswer
 
 LOGGED_KEY = "logged_answer"
@@ -31,6 +32,7 @@ class LoggedRAG:
         self.answers = dict(answers or {})
         self.source = source
         self.seen: list[str] = []  # ids of the samples answered, for the fingerprint
+        self._given: list[RagAnswer] = []
 
     def answer_samples(self, samples: Sequence[EvalSample]) -> list[RagAnswer]:
         """The logged answer of each sample, in order; a sample the log does not hold gets an error."""
@@ -43,6 +45,7 @@ class LoggedRAG:
                 out.append(RagAnswer.model_validate(sample.metadata[LOGGED_KEY]))
             else:
                 out.append(RagAnswer(question=sample.question, error=f"sample {sample.id!r} has no logged answer"))
+        self._given.extend(out)
         return out
 
     def answer(self, question: str) -> RagAnswer:
@@ -53,6 +56,14 @@ class LoggedRAG:
 
     def answer_many(self, questions: list[str]) -> list[RagAnswer]:
         return [self.answer(q) for q in check_questions(questions)]
+
+    def calls(self) -> SystemCalls:
+        """A log is asked nothing: 0 calls; an empty or missing logged answer is a failed question."""
+        failed = [a for a in self._given if not a.ok]
+        return SystemCalls(target=f"logged {self.source}", questions=len(self._given), calls=0,
+                           answered=len(self._given) - len(failed), failed=len(failed),
+                           failures={"error": len(failed)} if failed else {},
+                           reasons=dict(Counter(str(a.error) for a in failed)))
 
     def describe(self) -> dict[str, Any]:
         return {"kind": "logged", "source": self.source, "generator_calls": 0}

@@ -46,7 +46,8 @@ def test_logged_figures_equal_the_same_answers_from_a_callable(tmp_path, monkeyp
     logged = evaluate_logged(samples, _judge(4))
     called = evaluate_answers(samples, CallableRAG(replay), _judge(4))
     assert logged.details["generator_calls"] == 0 and logged.details["usage"]["calls"] == 5  # the judge's, 1 failed
-    assert set(logged.metrics) == set(called.metrics) == {"answer/context_support", "answer_relevance"}
+    assert set(logged.metrics) == set(called.metrics) == {"answer/context_support", "answer_relevance",
+                                                           "system/availability"}
     for name, result in logged.metrics.items():
         other = called.metrics[name]
         assert (result.score, result.ci_low, result.ci_high, result.n_scored, result.n_failed) == \

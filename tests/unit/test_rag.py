@@ -399,3 +399,67 @@ def test_http_fingerprint_ignores_transport_knobs(server, monkeypatch):
 def test_answers_are_rag_answers(server):
     [a] = build_rag(RagSettings(kind="http", http=HttpSettings(url=f"{server}/ok"))).answer_many(["z"])
     assert isinstance(a, RagAnswer) and "total_s" in a.timings
+
+
+# ---------------------------------------------------------------- calls, cache key, target
+
+
+def test_http_counts_every_attempt_retry_error_and_timeout(server):
+    rag = http(f"{server}/flaky", max_retries=3)
+    rag.answer_many(["count me"])  # 503, 429, then 200
+    calls = rag.calls()
+    assert (calls.calls, calls.retries, calls.errors, calls.timeouts) == (3, 2, 2, 0)
+    assert (calls.questions, calls.answered, calls.failed) == (1, 1, 0)
+    assert calls.line() == "3 requests for 1 questions, 2 errors (2 retries), 1 answered"
+
+    slow = http(f"{server}/slow", timeout_s=0.2, max_retries=1)
+    slow.answer_many(["late"])
+    calls = slow.calls()
+    assert (calls.calls, calls.timeouts, calls.errors, calls.failures) == (2, 2, 0, {"unreachable": 1})
+    dead = http("http://127.0.0.1:9", timeout_s=0.5, max_retries=2)
+    dead.answer_many(["a", "b"])
+    calls = dead.calls()
+    assert (calls.calls, calls.errors, calls.failed, calls.failures) == (6, 6, 2, {"unreachable": 2})
+    assert calls.line().startswith("6 requests for 2 questions, 6 errors (4 retries), 0 answered, 2 failed")
+    # an answering endpoint that errs is reachable: its failures are the system's own errors
+    mixed = http(f"{server}/mixed", max_retries=1)
+    mixed.answer_many(["good", "bad"])
+    assert mixed.calls().failures == {"error": 1} and mixed.calls().calls == 3
+    mixed.answer_many(["good"])  # counts are per answer_many: one run's calls
+    assert mixed.calls().calls == 1
+
+
+def test_callable_counts_calls_and_exceptions(user_module):
+    rag = CallableRAG(f"{user_module}:as_dict")
+    rag.answer_many(["ok", "boom", "ok again"])
+    calls = rag.calls()
+    assert (calls.calls, calls.errors, calls.answered, calls.failed) == (3, 1, 2, 1)
+    assert calls.failures == {"error": 1} and calls.line().startswith("3 calls for 3 questions, 1 errors")
+
+    def down(question):
+        raise ConnectionRefusedError("[Errno 111] Connection refused")
+
+    unreachable = CallableRAG(down)
+    unreachable.answer_many(["q"])
+    assert unreachable.calls().failures == {"unreachable": 1}
+
+
+def test_builtin_counts_generations_and_failures(index):
+    rag = BuiltinRAG(index, HashEmbedder(), llm(), RagSettings(retrieval_mode="bm25"))
+    exc = litellm.BadRequestError("context window exceeded", model="gpt-4o-mini", llm_provider="openai")
+    rag.answer_many(["What is a stack?"], mock_response=exc)
+    calls = rag.calls()
+    assert (calls.calls, calls.failed, calls.failures) == (1, 1, {"error": 1})
+
+
+def test_cache_key_and_target():
+    assert not RagSettings().asked_every_run and RagSettings().target == "builtin"
+    own = RagSettings(kind="http", http=HttpSettings(url="http://127.0.0.1:8000/ask"))
+    assert own.asked_every_run and own.target == "http http://127.0.0.1:8000/ask"
+    versioned = own.model_copy(update={"cache_key": "v2025-11-26"})
+    assert not versioned.asked_every_run and versioned.target == own.target
+    assert RagSettings(kind="callable", callable="m:f").target == "callable m:f"
+    with pytest.raises(ValueError, match="cache_key is for a system of your own"):
+        RagSettings(cache_key="v1")
+    with pytest.raises(ValueError, match="cache_key is empty"):
+        RagSettings(kind="callable", callable="m:f", cache_key=" ")

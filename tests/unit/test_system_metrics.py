@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from ragwatch.checks.system_metrics import (
+    AVAILABILITY,
     CONTEXT_PRECISION,
     CONTEXT_RECALL,
     CONTEXT_SUPPORT,
@@ -104,3 +105,34 @@ def test_the_k_is_what_the_system_reported_it_ran_with():
     assert reported_top_k({"kind": "builtin", "top_k": 3}) == 3
     # a system of the user's own reports none: every context it returned counts
     assert reported_top_k({"kind": "http"}) is None and reported_top_k({"top_k": True}) is None
+
+
+def _availability(n: int, failed: int):
+    samples = [sample(i, PAGES[i % 4]) for i in range(n)]
+    answers = [RagAnswer(question=s.question, error="connection failed") if i < failed
+               else answer(s.question, [PAGES[i % 4]]) for i, s in enumerate(samples)]
+    return {AVAILABILITY: system_metrics(samples, answers, match=MATCH)[AVAILABILITY]}
+
+
+def test_availability_scores_a_failed_question_zero_with_its_reason():
+    m = _availability(20, 1)[AVAILABILITY]
+    assert (m.score, m.n_scored, m.n_failed) == (0.95, 20, 0)  # a failure is the measurement, not unscored
+    assert m.info.family == "system" and m.info.binary and m.info.higher_is_better
+    assert m.items[0].score == 0.0 and m.items[0].details["reason"] == "connection failed"
+    assert m.ci_low < 0.95 < m.ci_high and m.ci_method
+
+
+@pytest.mark.parametrize(("n", "failed", "status"), [
+    (20, 0, "promote"),   # no change
+    (20, 1, "hold"),      # one question in twenty: too few items to decide, held and named (min_n 30)
+    (20, 5, "regressed"),  # a real rise in failures blocks
+    (40, 1, "promote"),   # enough items, and one failure does not show a drop beyond 0
+    (40, 8, "regressed"),
+])
+def test_availability_gates_a_rise_in_unanswered_questions(n, failed, status):
+    gate = GateThresholds(per_metric={"system/*": 0.0}, gated_metrics=[AVAILABILITY])
+    comparison = compare_runs(_availability(n, failed), _availability(n, 0), thresholds=gate)
+    decision = gate_decision(comparison, gate)
+    assert decision.status == status, decision.reasons
+    if status != "promote":
+        assert AVAILABILITY in decision.reasons[0]
