@@ -169,7 +169,7 @@ def levels(method: Method, p_run: np.ndarray, w_run: np.ndarray, *, p_cal: np.nd
         for _ in range(_EM_STEPS):
             a, b = (pi / prior)[:, None] * p_run, ((1 - pi) / (1 - prior))[:, None] * (1 - p_run)
             new = (w_run * a / (a + b)).sum(1)
-            if np.max(np.abs(new - pi)) < 1e-10:
+            if np.max(np.abs(new - pi)) < 1e-8:
                 pi = new
                 break
             pi = np.clip(new, 1e-6, 1 - 1e-6)
