@@ -49,6 +49,10 @@ from ragwatch.statistics.level import (  # noqa: E402
 )
 
 VERDICT_FEATURES = ("judge_logit", "lexical")  # the shipped verdict model's inputs
+FEATS = [LEVEL_FEATURES]  # the level model's inputs (`--features` changes them for a run)
+FEATURE_SETS = (("judge_logit", "lexical"), ("judge_logit", "lexical", "vetoed"),
+                ("judge_logit", "lexical", "vetoed", "uncited"), ("judge_logit", "lexical", "vetoed", "missing_terms"),
+                ("lexical", "vetoed"))
 CANDIDATES = ("verdict_share", *METHODS)
 
 
@@ -90,14 +94,14 @@ def verdict_model(records: Sequence[dict[str, Any]]) -> SupportModel:
 
 def fit_parts(train: Sequence[dict[str, Any]]) -> dict[str, Any]:
     vm = verdict_model(train)
-    cal = calibration_set(train, vm)
+    cal = calibration_set(train, vm, features=FEATS[0])
     return {"verdict_model": vm, "cal": cal, "coef": fit_logistic(cal.x, cal.y)[0]}
 
 
 def point_levels(parts: dict[str, Any], test: Sequence[dict[str, Any]], items: Sequence[Any]) -> dict[str, float]:
     """Every candidate's level of `test` (statements of `items`) from a fit on other answers."""
     cal, coef = parts["cal"], parts["coef"]
-    x = np.array([feature_vector(r, LEVEL_FEATURES) for r in test])
+    x = np.array([feature_vector(r, FEATS[0]) for r in test])
     v = np.array([verdict_of(r, parts["verdict_model"], None) for r in test], dtype=float)
     w = item_weights(np.asarray(items))
     out = {"verdict_share": float(w[0] @ v)}
@@ -147,7 +151,7 @@ def cross_fitted(records: list[dict[str, Any]], *, folds: int, repeats: int, res
             t = truth(test, items)
             for m, value in point_levels(parts, test, items).items():
                 errors[m].append(value - t)
-            x = np.array([feature_vector(r, LEVEL_FEATURES) for r in test])
+            x = np.array([feature_vector(r, FEATS[0]) for r in test])
             v = np.array([verdict_of(r, parts["verdict_model"], None) for r in test])
             for m in METHODS:
                 try:
@@ -193,7 +197,7 @@ def by_system(records: list[dict[str, Any]], resamples: int) -> list[str]:
         parts = fit_parts(train)
         items = [r["answer_id"] for r in test]
         values = point_levels(parts, test, items)
-        x = np.array([feature_vector(r, LEVEL_FEATURES) for r in test])
+        x = np.array([feature_vector(r, FEATS[0]) for r in test])
         v = np.array([verdict_of(r, parts["verdict_model"], None) for r in test])
         cells = []
         for m in CANDIDATES:
@@ -233,20 +237,52 @@ def whole_set(records: list[dict[str, Any]], folds: int) -> list[str]:
             f"({len(records)} statements, {np.mean([r['label'] for r in records]):.0%} supported); {line}"]
 
 
+def feature_sets(records: list[dict[str, Any]], folds: int) -> list[str]:
+    """How well each feature set's calibration model predicts held-out statements (cross-fitted by answer)."""
+    out = ["### 0. The level model's inputs: held-out log loss and Brier score (cross-fitted by answer, 5 seeds)", "",
+           "| features | log loss | Brier | mean P on supported / unsupported |", "|---|---|---|---|"]
+    y = np.array([r["label"] for r in records], dtype=float)
+    base = float(np.mean(y))
+    out.append(f"| none (the prevalence) | {-np.mean(y * np.log(base) + (1 - y) * np.log(1 - base)):.4f} | "
+               f"{np.mean((y - base) ** 2):.4f} | - |")
+    for feats in FEATURE_SETS:
+        losses, briers, sep = [], [], []
+        for seed in range(5):
+            p = np.zeros(len(records))
+            index = {id(r): i for i, r in enumerate(records)}
+            for k, test in enumerate(parts := answer_folds(records, folds, seed)):
+                train = [r for j, q in enumerate(parts) if j != k for r in q]
+                cal = calibration_set(train, features=feats)
+                coef = fit_logistic(cal.x, cal.y)[0]
+                x = np.array([feature_vector(r, feats) for r in test])
+                p[[index[id(r)] for r in test]] = predict_logistic(coef, x)[0]
+            p = np.clip(p, 1e-6, 1 - 1e-6)
+            losses.append(-np.mean(y * np.log(p) + (1 - y) * np.log(1 - p)))
+            briers.append(np.mean((y - p) ** 2))
+            sep.append((p[y == 1].mean(), p[y == 0].mean()))
+        s1, s0 = np.mean(sep, axis=0)
+        out.append(f"| {', '.join(feats)} | {np.mean(losses):.4f} | {np.mean(briers):.4f} | {s1:.3f} / {s0:.3f} |")
+    return [*out, ""]
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", type=Path, nargs="+", required=True, help="labelled statements with features")
     parser.add_argument("--folds", type=int, default=5)
     parser.add_argument("--repeats", type=int, default=10, help="cross-fitting seeds")
     parser.add_argument("--resamples", type=int, default=300, help="bootstrap replicates per interval")
+    parser.add_argument("--features", nargs="+", help=f"the level model's inputs (default: {LEVEL_FEATURES})")
     args = parser.parse_args(argv)
+    if args.features:
+        FEATS[0] = tuple(args.features)
     records = load_records(args.data)
     if len({r["answer_id"] for r in records}) < 2 * args.folds:
         sys.exit(f"{len(records)} labelled statements of {len({r['answer_id'] for r in records})} answers: too few "
                  f"for {args.folds} folds of answers")
     print(f"{len(records)} labelled statements, {len({r['answer_id'] for r in records})} answers, systems: "
-          f"{sorted({r['system'] for r in records})}; level features {LEVEL_FEATURES}\n")
-    lines = cross_fitted(records, folds=args.folds, repeats=args.repeats, resamples=args.resamples)
+          f"{sorted({r['system'] for r in records})}; level features {FEATS[0]}\n")
+    lines = feature_sets(records, args.folds)
+    lines += cross_fitted(records, folds=args.folds, repeats=args.repeats, resamples=args.resamples)
     lines += by_system(records, args.resamples)
     lines += whole_set(records, args.folds)
     print("\n".join(lines))
