@@ -135,3 +135,25 @@ def test_every_shipped_calibration_data_file_is_there_and_well_formed() -> None:
         assert all(json.dumps(r) for r in records)
     with pytest.raises(FileNotFoundError, match="refit"):
         fl.read_records("no-such-file.jsonl")
+
+
+def test_the_calibrate_report_prints_the_level_check(calibration) -> None:
+    from ragwatch.calibration.report import calibrate
+
+    lexicals = [0.9, 0.1, 0.8, 0.2, 0.7, 0.6]
+    items = [CalibrationItem(id=f"ans{k // 2}-s{k % 2}", answer="s", contexts=["c"], faithful=lex > 0.5)
+             for k, lex in enumerate(lexicals)]
+
+    class Judge:
+        name = "faithfulness"
+        support_threshold = None
+
+        def evaluate(self, samples, answers):
+            return MetricResult.from_items("faithfulness", [
+                ItemScore(item_id=it.id, score=float(lex > 0.5), details={"verdicts": [_verdict(lex).model_dump()]})
+                for it, lex in zip(items, lexicals, strict=True)])
+
+    Judge.calibration = calibration
+    report = calibrate(Judge(), items, resamples=100)
+    assert report.level is not None and report.level.n_answers == 3
+    assert "mean item faithfulness" in report.to_markdown()
