@@ -34,7 +34,14 @@ from ragwatch.judges.support_model import SupportModel, feature_vector
 from ragwatch.judges.verify_evidence import features_of
 from ragwatch.results import MetricResult
 from ragwatch.statements import statement_verdicts
-from ragwatch.statistics.level import CalibrationSet, LevelEstimate, Method, estimate_level
+from ragwatch.statistics.level import (
+    CalibrationSet,
+    LevelEstimate,
+    Method,
+    estimate_level,
+    fit_logistic,
+    predict_logistic,
+)
 
 LEVEL_METHOD: Method = "pcc"
 LEVEL_FEATURES = ("judge_logit", "lexical", "vetoed")
@@ -107,6 +114,8 @@ def with_level(result: MetricResult, calibration: FaithfulnessCalibration | None
                threshold: float | None = None, resamples: int = RESAMPLES, seed: int = 0) -> MetricResult:
     """`result` with its score and interval the calibrated level; the verdict share and its interval
     kept in the details (`verdict_share`, `verdict_share_ci`), the estimate's record under `level`.
+    Item scores stay verdict shares (what a paired comparison and the review page read); each scored
+    item's mean calibrated P(supported) is in its details as `calibrated_share`.
 
     Unchanged when there is no calibration with labelled statements, or no item was scored.
     """
@@ -123,11 +132,19 @@ def with_level(result: MetricResult, calibration: FaithfulnessCalibration | None
     if not raws:
         return result
     level = statement_level(raws, items, verdicts, calibration, threshold=threshold, resamples=resamples, seed=seed)
+    cal = _shipped_set(calibration.level_data, calibration.support_model.model_dump_json(), threshold)
+    p = predict_logistic(fit_logistic(cal.x, cal.y)[0],
+                         np.array([feature_vector(r, LEVEL_FEATURES) for r in raws], dtype=float))[0]
+    per_item: dict[str, list[float]] = {}
+    for item_id, value in zip(items, p, strict=True):
+        per_item.setdefault(item_id, []).append(float(value))
+    scored = [it.model_copy(update={"details": {**it.details, "calibrated_share": float(np.mean(per_item[it.item_id]))}
+                                    }) if it.item_id in per_item else it for it in result.items]
     details = {k: v for k, v in result.details.items() if k not in ("weighted", "n_weighted")}
     details.update(verdict_share=result.score, verdict_share_ci=[result.ci_low, result.ci_high],
                    verdict_share_method=result.ci_method, level=level.model_dump())
     return result.model_copy(update={
-        "score": level.estimate, "ci_low": level.ci_low, "ci_high": level.ci_high, "details": details,
+        "score": level.estimate, "ci_low": level.ci_low, "ci_high": level.ci_high, "details": details, "items": scored,
         "ci_method": level_method_text(level),
     })
 
