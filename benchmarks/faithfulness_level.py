@@ -136,6 +136,13 @@ def error_row(errors: dict[str, list[float]], covered: dict[str, list[bool]] | N
     return lines
 
 
+SUMMARY: dict[str, dict[str, float]] = {}  # scenario -> method -> RMSE, for the closing table
+
+
+def _rmse(errors: dict[str, list[float]]) -> dict[str, float]:
+    return {m: float(np.sqrt(np.nanmean(np.square(e)))) for m, e in errors.items()}
+
+
 def cross_fitted(records: list[dict[str, Any]], *, folds: int, repeats: int, resamples: int) -> list[str]:
     errors: dict[str, list[float]] = {m: [] for m in CANDIDATES}
     covered: dict[str, list[bool]] = {m: [] for m in METHODS}
@@ -174,6 +181,8 @@ def cross_fitted(records: list[dict[str, Any]], *, folds: int, repeats: int, res
                     t_draw = truth(draw, ids)
                     for m, value in point_levels(parts, draw, ids).items():
                         errs[m].append(value - t_draw)
+    SUMMARY["cross-fitted"] = _rmse(errors)
+    SUMMARY.update({f"resampled to {p:.0%}": _rmse(e) for p, e in shifted.items()})
     out = [f"### 1. Cross-fitted by answer ({folds} folds x {repeats} seeds; the held-out answers' level against "
            f"their readers' mean item faithfulness; intervals of {resamples} replicates)", "",
            *error_row(errors, covered, widths)]
@@ -209,6 +218,7 @@ def by_system(records: list[dict[str, Any]], resamples: int) -> list[str]:
                 cells.append(f"{est.estimate:.3f} [{est.ci_low:.3f}, {est.ci_high:.3f}]")
             except ValueError:
                 cells.append("-")
+        SUMMARY[f"system {system} unseen"] = {m: abs(values[m] - truth(test, items)) for m in CANDIDATES}
         out.append(f"| {system} | {len(test)} ({len(set(items))}) | {truth(test, items):.3f} | "
                    + " | ".join(cells) + " |")
     return out
@@ -285,6 +295,11 @@ def main(argv: list[str] | None = None) -> int:
     lines += cross_fitted(records, folds=args.folds, repeats=args.repeats, resamples=args.resamples)
     lines += by_system(records, args.resamples)
     lines += whole_set(records, args.folds)
+    lines += ["", "### 5. Error per scenario (RMSE; for an unseen system its absolute error) and their mean", "",
+              "| scenario | " + " | ".join(CANDIDATES) + " |", "|---|" + "---|" * len(CANDIDATES)]
+    lines += [f"| {s} | " + " | ".join(f"{e[m]:.3f}" for m in CANDIDATES) + " |" for s, e in SUMMARY.items()]
+    lines.append("| mean | " + " | ".join(f"{np.mean([e[m] for e in SUMMARY.values()]):.3f}" for m in CANDIDATES)
+                 + " |")
     print("\n".join(lines))
     return 0
 
