@@ -147,8 +147,13 @@ def levels(method: Method, p_run: np.ndarray, w_run: np.ndarray, *, p_cal: np.nd
            w_cal: np.ndarray, v_run: np.ndarray | None = None, v_cal: np.ndarray | None = None) -> np.ndarray:
     """The level under each of B fits: p_run (B, m) or (m,), w_run (B, m) rows summing to 1;
     p_cal / w_cal (B, n) the calibration units' probabilities and weights under the same fits."""
-    p_run, w_run = np.atleast_2d(p_run), np.atleast_2d(w_run)
-    p_cal, w_cal = np.atleast_2d(p_cal), np.atleast_2d(w_cal)
+    with np.errstate(divide="ignore", invalid="ignore"):  # a replicate without one class gives NaN, dropped later
+        return _levels(method, np.atleast_2d(p_run), np.atleast_2d(w_run), np.atleast_2d(p_cal), y_cal,
+                       np.atleast_2d(w_cal), v_run, v_cal)
+
+
+def _levels(method: Method, p_run: np.ndarray, w_run: np.ndarray, p_cal: np.ndarray, y_cal: np.ndarray,
+            w_cal: np.ndarray, v_run: np.ndarray | None, v_cal: np.ndarray | None) -> np.ndarray:
     y = np.asarray(y_cal, dtype=float)
     pos, neg = (w_cal * y).sum(1), (w_cal * (1 - y)).sum(1)
     if method == "pcc":
