@@ -5,7 +5,9 @@
 with a bootstrap 95% interval. A prediction is "faithful" when the judge's item score (greedy) or
 `weighted_score` (weighted, P(yes)) is >= `threshold`. With `tune_threshold`, the threshold of
 the weighted mode is chosen on one seeded half of the items (see `ragwatch.calibration.threshold`)
-and its agreement reported on the other half.
+and its agreement reported on the other half. For a faithfulness judge with shipped calibration data,
+the level the run's headline would print is set beside the labels' mean item faithfulness
+(`ragwatch.calibration.level`).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from ragwatch.calibration.level import LevelCheck, level_check
 from ragwatch.calibration.loaders import FAITHFUL, HALLUCINATED, CalibrationItem, to_eval_pairs
 from ragwatch.calibration.threshold import ThresholdChoice, choose_threshold
 from ragwatch.statistics.agreement import Estimate, balanced_accuracy, cohen_kappa, f1, roc_auc, with_interval
@@ -60,6 +63,7 @@ class CalibrationReport(BaseModel):
     items: list[CalibrationItemResult]
     usage: dict[str, Any] = Field(default_factory=dict)
     threshold_choice: ThresholdChoice | None = None  # weighted-mode threshold tuned on one split
+    level: LevelCheck | None = None  # faithfulness: the level estimate beside the labels' mean item faithfulness
 
     def to_markdown(self) -> str:
         def cell(e: Estimate) -> str:
@@ -85,6 +89,8 @@ class CalibrationReport(BaseModel):
                          f"{m.predicted_hallucinated_rate:.2f} | {cell(m.roc_auc) if m.roc_auc else 'n/a'} |")
         if self.threshold_choice is not None:
             lines += ["", self.threshold_choice.to_markdown()]
+        if self.level is not None:
+            lines += ["", self.level.describe()]
         failures = [it for it in self.items if it.error]
         if failures:
             lines += ["", "Failed items:"] + [f"- {it.id}: {it.error}" for it in failures[:20]]
@@ -163,5 +169,6 @@ def calibrate(judge: Any, items: Sequence[CalibrationItem], *, threshold: float 
         label_counts={FAITHFUL: sum(it.faithful for it in items),
                       HALLUCINATED: sum(not it.faithful for it in items)},
         modes=modes, unavailable=unavailable, items=rows, usage=usage, threshold_choice=choice,
+        level=level_check(judge, items, result),
     )
 

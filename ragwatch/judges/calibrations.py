@@ -31,6 +31,9 @@ class FaithfulnessCalibration(BaseModel):
     prompt_version: str
     support_model: SupportModel
     agreement: JudgeAgreement
+    # the labelled statements with this judge's features (in ragwatch/judges/calibration_data/): the
+    # faithfulness level is calibrated on them at run time (`ragwatch.judges.faithfulness_level`)
+    level_data: str | None = None
 
 
 CALIBRATIONS: tuple[FaithfulnessCalibration, ...] = (
@@ -47,6 +50,7 @@ CALIBRATIONS: tuple[FaithfulnessCalibration, ...] = (
         agreement=JudgeAgreement(kappa=0.50, kappa_ci=(0.30, 0.69), balanced_accuracy=0.74,
                                  balanced_accuracy_ci=(0.64, 0.83), n=72, data=RAG_STATEMENTS,
                                  labels=REFERENCE_LABELS),
+        level_data="qwen2.5-coder-1.5b-instruct__faithfulness-v5.jsonl",
     ),
 )
 

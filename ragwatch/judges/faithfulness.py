@@ -11,10 +11,13 @@ statements combines its P(yes) with lexical evidence), or with the window verifi
 `per_statement`, `ragwatch.judges.verify`: all contexts, create-and-refine over windows).
 The verdict is P(supported) >= the cut-off: `support_threshold` when set, else the calibrated one of
 the judge model and prompt version (`ragwatch.judges.calibrations`), else the model registry's, else
-0.5; without logprobs it is the greedy verdict. Item score = supported / total statements;
-`weighted_score` = mean P(supported). Every statement's verdict is one typed record,
-`StatementVerdict` (evidence, P(supported), cut-off, reason), in the item details under `verdicts`:
-read them with `statement_verdicts(details)`. The judge's measured agreement on labelled RAG answer
+0.5; without logprobs it is the greedy verdict. Item score = supported / total statements (the verdict
+share); `weighted_score` = mean P(supported). The metric's score is the verdict share only for a judge
+without calibration data: with it, the score and interval are the level careful readers would find
+(`ragwatch.judges.faithfulness_level`: calibrated P(supported) per statement, mean over items, an
+interval that refits the calibration) and `details["verdict_share"]` keeps the share of verdicts.
+Every statement's verdict is one typed record, `StatementVerdict` (evidence, P(supported), cut-off,
+reason), in the item details under `verdicts`: read them with `statement_verdicts(details)`. The judge's measured agreement on labelled RAG answer
 statements, when its calibration has one, is on the metric's `MetricInfo.agreement`.
 
 Rules for items that cannot be scored (explicit failures, never a score of 0 by default):
@@ -39,6 +42,7 @@ from ragwatch.corpus.chunking import split_sentences
 from ragwatch.judges.base import DATA_RULE, FewShotExample, answer_error, fence, generation_error, to_json
 from ragwatch.judges.calibrations import faithfulness_calibration
 from ragwatch.judges.engine import Call, LLMJudge, Plan, Score, mean
+from ragwatch.judges.faithfulness_level import with_level
 from ragwatch.judges.registry import JudgeDeps, JudgeOptions, register_judge
 from ragwatch.judges.verify import (
     VerdictReply,
@@ -46,7 +50,7 @@ from ragwatch.judges.verify import (
     judge_support_threshold,
 )
 from ragwatch.judges.verify_evidence import EvidenceVerifier
-from ragwatch.results import MetricInfo
+from ragwatch.results import MetricInfo, MetricResult
 from ragwatch.statements import StatementVerdict
 from ragwatch.types import EvalSample, RagAnswer
 
@@ -198,6 +202,15 @@ class FaithfulnessJudge(LLMJudge):
                                      examples=examples)
         self.verify = verify
         self.max_context_tokens = max_context_tokens
+
+    def evaluate_all(self, samples: list[EvalSample], answers: list[RagAnswer]) -> dict[str, MetricResult]:
+        """The engine's result, its score the calibrated level when the judge's calibration ships labelled
+        statements (`ragwatch.judges.faithfulness_level`); the verdict share kept beside it."""
+        results = super().evaluate_all(samples, answers)
+        name = self.name
+        results[name] = with_level(results[name], self.calibration if self.verify == "evidence" else None,
+                                   threshold=self.support_threshold)
+        return results
 
     def details(self, metric: str) -> dict[str, Any]:
         from ragwatch.llm.models import measured_agreement_of

@@ -23,7 +23,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 LOGIT_CLIP = 1e-4
-FEATURES = ("judge_logit", "lexical", "no_claim", "uncited", "missing_terms")
+FEATURES = ("judge_logit", "lexical", "no_claim", "uncited", "missing_terms", "absent_terms", "vetoed")
 
 
 def logit(p: float) -> float:
@@ -39,6 +39,9 @@ def feature_vector(raw: Mapping[str, Any], names: tuple[str, ...] = FEATURES) ->
         "no_claim": float(bool(raw.get("no_claim"))),
         "uncited": float(bool(raw.get("uncited"))),
         "missing_terms": float(min(int(raw.get("missing_terms") or 0), 3)),
+        "absent_terms": float(bool(raw.get("absent_terms"))),
+        # a rule decided "unsupported": no claim, or a term no retrieved context holds
+        "vetoed": float(bool(raw.get("no_claim") or raw.get("absent_terms"))),
     }
     return [values[n] for n in names]
 

@@ -144,7 +144,7 @@ def _headline_table(rows: list[HeadlineRow], labels: list[str]) -> str:
         elif m is None:
             cells = '<td colspan="3" class="hint">not measured in this run</td>'
         else:
-            weighted = f' <span class="hint">(weighted {fmt_num(r.weighted)})</span>' if r.weighted is not None else ""
+            weighted = f' <span class="hint">({esc(r.beside)})</span>' if r.beside is not None else ""
             if (labelled := labelled_text(m)) is not None:
                 weighted += f' <span class="hint">{esc(labelled)}</span>'
             failed = f' <span class="warn">{m.n_failed} failed</span>' if m.n_failed else ""

@@ -73,6 +73,15 @@ class HeadlineRow:
         value = self.result.details.get("weighted") if self.result is not None else None
         return float(value) if isinstance(value, int | float) else None
 
+    @property
+    def beside(self) -> str | None:
+        """What is shown next to the value: the verdict share of a judge whose value is a calibrated
+        level (faithfulness), else the probability-weighted score."""
+        share = self.result.details.get("verdict_share") if self.result is not None else None
+        if isinstance(share, int | float):
+            return f"verdict share {fmt_num(share)}"
+        return None if self.weighted is None else f"weighted {fmt_num(self.weighted)}"
+
 
 def headline_rows(metrics: Mapping[str, MetricResult], comparisons: Mapping[str, Comparison],
                   names: list[str] | None = None, unavailable: Mapping[str, str] | None = None) -> list[HeadlineRow]:
@@ -296,8 +305,8 @@ def _value(row: HeadlineRow) -> str:
     if row.result is None:
         return "not available" if row.unavailable else "not measured"
     text = fmt_num(row.result.score)
-    if row.weighted is not None:
-        text += f" (weighted {fmt_num(row.weighted)})"
+    if row.beside is not None:
+        text += f" ({row.beside})"
     if (labelled := labelled_text(row.result)) is not None:
         text += f" ({labelled})"
     return text

@@ -405,3 +405,17 @@ def test_a_support_model_combines_the_judge_with_lexical_evidence():
     assert copied.verdict and not reworded.verdict  # the same P(yes), different lexical support
     assert copied.p_judge == 0.6 and copied.threshold == 0.5
     assert copied.p_supported == pytest.approx(model.predict({"p_judge": 0.6, "lexical": 1.0}))
+
+
+def test_with_the_shipped_calibration_the_score_is_the_level_and_the_verdict_share_stays(fake_server):
+    server = fake_server(oracle)
+    judge = FaithfulnessJudge(server.client(), model="local/qwen2.5-coder-1.5b-instruct", use_logprobs=True,
+                              statements="sentences")
+    assert judge.calibration is not None and judge.calibration.level_data
+    answers = [answer("Paris is the capital city. Berlin is a large city.", contexts=["Paris is the capital."]),
+               answer("Paris has the Louvre museum.", contexts=["Paris has the Louvre museum."])]
+    result = judge.evaluate([sample(1), sample(2)], answers)
+    assert result.details["verdict_share"] == pytest.approx((1 / 2 + 1) / 2)  # the items' verdict shares
+    assert result.details["level"]["n_items"] == 2 and "refitting" in result.ci_method
+    assert result.ci_low <= result.score <= result.ci_high
+    assert [it.score for it in result.items] == [0.5, 1.0]  # item scores stay verdict shares

@@ -1,0 +1,164 @@
+"""Faithfulness at the level careful readers would find, not the share of "supported" verdicts.
+
+A verdict share counts every statement the verifier calls supported as wholly supported and every other
+as wholly not; with a verifier of balanced accuracy ~0.75 it lands far from what readers find (0.656
+against 0.46 on the default's held-out answers). The level is the mean over items of the item's
+expected supported share, from the run's per-statement features (the judge's P(yes), lexical support,
+the rules) and the calibration data shipped with the judge model and prompt version
+(`ragwatch/judges/calibration_data/`, named by `ragwatch.judges.calibrations`): statements of RAG
+answers with reference labels and the same features. The estimator (`LEVEL_METHOD`) and the features
+(`LEVEL_FEATURES`) were chosen by `benchmarks/faithfulness_level.py` (cross-fitted by answer, at the
+data's prevalence and resampled to 20% and 80% supported); the statistics are
+`ragwatch.statistics.level`. The 95% interval resamples the run's items and refits the model on the
+calibration data resampled by answer, so it carries both the run's sampling and the calibration's
+own uncertainty. The verdict share stays in the details (`verdict_share`), named as what it is.
+
+Example:
+    >>> calibration = faithfulness_calibration("local/qwen2.5-coder-1.5b-instruct", "faithfulness-v5")  # doctest: +SKIP
+    >>> result = with_level(result, calibration)  # doctest: +SKIP
+    >>> result.score, result.details["verdict_share"]  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from functools import lru_cache
+from importlib import resources
+from typing import Any
+
+import numpy as np
+
+from ragwatch.judges.calibrations import FaithfulnessCalibration
+from ragwatch.judges.support_model import SupportModel, feature_vector
+from ragwatch.judges.verify_evidence import features_of
+from ragwatch.results import MetricResult
+from ragwatch.statements import statement_verdicts
+from ragwatch.statistics.level import (
+    CalibrationSet,
+    LevelEstimate,
+    Method,
+    estimate_level,
+    fit_logistic,
+    predict_logistic,
+)
+
+# pcc: on the labelled dev statements (27 of 15 answers so far, benchmarks/results/faithfulness_level_dev27.md)
+# it had the lowest error of every candidate cross-fitted (RMSE 0.24 vs 0.39-0.48) and resampled to 20% / 80%
+# supported (0.36 / 0.25 vs 0.44-0.54); it is unbiased where P(supported | features) is the calibration
+# data's (the default's own answers), and shrinks toward the calibration level under pure label shift
+# (tests/unit/test_level.py). Refit and remeasure with scripts/refit_faithfulness_calibration.py.
+LEVEL_METHOD: Method = "pcc"
+LEVEL_FEATURES = ("judge_logit", "lexical", "vetoed")
+RESAMPLES = 1000
+DATA_PACKAGE = "ragwatch.judges"
+DATA_DIR = "calibration_data"
+RECORD_KEYS = ("answer_id", "label", "p_judge", "lexical", "no_claim", "absent_terms")
+
+
+def read_records(name: str) -> list[dict[str, Any]]:
+    """The labelled statements of a shipped calibration data file (one JSON record a line)."""
+    path = resources.files(DATA_PACKAGE) / DATA_DIR / name
+    if not path.is_file():
+        raise FileNotFoundError(f"calibration data {name!r} is not in {DATA_PACKAGE}/{DATA_DIR}: reinstall the "
+                                "package, or refit it (scripts/refit_faithfulness_calibration.py)")
+    records = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    for n, r in enumerate(records, start=1):
+        missing = [k for k in RECORD_KEYS if k not in r]
+        if missing:
+            raise ValueError(f"calibration data {name}, line {n}: missing {missing}; "
+                             f"each line needs {list(RECORD_KEYS)}")
+    return records
+
+
+def verdict_of(raw: Mapping[str, Any], support_model: SupportModel, threshold: float | None) -> bool:
+    """The shipped verifier's verdict from a statement's raw features: the support model at its cut-off,
+    under the rules (no claim, a term no context holds)."""
+    cut = support_model.cutoff if threshold is None else threshold
+    return support_model.predict(raw) >= cut and not vetoed(raw)
+
+
+def vetoed(raw: Mapping[str, Any]) -> bool:
+    return bool(raw.get("no_claim") or raw.get("absent_terms"))
+
+
+def calibration_set(records: Sequence[Mapping[str, Any]], support_model: SupportModel | None = None,
+                    threshold: float | None = None, features: tuple[str, ...] = LEVEL_FEATURES) -> CalibrationSet:
+    """Labelled statements as the level's calibration set, grouped by answer; with the support model,
+    the shipped verdicts too (what a misclassification-corrected share needs)."""
+    answers = {a: k for k, a in enumerate(dict.fromkeys(str(r["answer_id"]) for r in records))}
+    return CalibrationSet(
+        x=np.array([feature_vector(r, features) for r in records], dtype=float),
+        y=np.array([bool(r["label"]) for r in records]),
+        groups=np.array([answers[str(r["answer_id"])] for r in records]),
+        verdicts=(None if support_model is None else
+                  np.array([verdict_of(r, support_model, threshold) for r in records])),
+    )
+
+
+@lru_cache(maxsize=8)
+def _shipped_set(name: str, support_model: str, threshold: float | None) -> CalibrationSet:
+    """The shipped data as a calibration set, read once per process (keyed by the support model's JSON)."""
+    return calibration_set(read_records(name), SupportModel.model_validate_json(support_model), threshold)
+
+
+def statement_level(raws: Sequence[Mapping[str, Any]], items: Sequence[str], verdicts: Sequence[bool],
+                    calibration: FaithfulnessCalibration, *, threshold: float | None = None,
+                    resamples: int = RESAMPLES, seed: int = 0) -> LevelEstimate:
+    """The level of statements given by their raw features (`features_of` a verdict) and their items."""
+    if calibration.level_data is None:
+        raise ValueError(f"the calibration of {calibration.model} / {calibration.prompt_version} ships no "
+                         "labelled statements: no level can be estimated")
+    cal = _shipped_set(calibration.level_data, calibration.support_model.model_dump_json(), threshold)
+    x = np.array([feature_vector(r, LEVEL_FEATURES) for r in raws], dtype=float)
+    return estimate_level(cal, x, np.asarray(items), method=LEVEL_METHOD, verdicts=np.asarray(verdicts, dtype=bool),
+                          resamples=resamples, seed=seed)
+
+
+def with_level(result: MetricResult, calibration: FaithfulnessCalibration | None, *,
+               threshold: float | None = None, resamples: int = RESAMPLES, seed: int = 0) -> MetricResult:
+    """`result` with its score and interval the calibrated level; the verdict share and its interval
+    kept in the details (`verdict_share`, `verdict_share_ci`), the estimate's record under `level`.
+    Item scores stay verdict shares (what a paired comparison and the review page read); each scored
+    item's mean calibrated P(supported) is in its details as `calibrated_share`.
+
+    Unchanged when there is no calibration with labelled statements, or no item was scored.
+    """
+    if calibration is None or calibration.level_data is None or result.score is None:
+        return result
+    raws, items, verdicts = [], [], []
+    for item in result.items:
+        if not item.ok:
+            continue
+        for v in statement_verdicts(item.details):
+            raws.append(features_of(v))
+            items.append(item.item_id)
+            verdicts.append(bool(v.verdict))
+    if not raws:
+        return result
+    level = statement_level(raws, items, verdicts, calibration, threshold=threshold, resamples=resamples, seed=seed)
+    cal = _shipped_set(calibration.level_data, calibration.support_model.model_dump_json(), threshold)
+    p = predict_logistic(fit_logistic(cal.x, cal.y)[0],
+                         np.array([feature_vector(r, LEVEL_FEATURES) for r in raws], dtype=float))[0]
+    per_item: dict[str, list[float]] = {}
+    for item_id, value in zip(items, p, strict=True):
+        per_item.setdefault(item_id, []).append(float(value))
+    scored = [it.model_copy(update={"details": {**it.details, "calibrated_share": float(np.mean(per_item[it.item_id]))}
+                                    }) if it.item_id in per_item else it for it in result.items]
+    details = {k: v for k, v in result.details.items() if k not in ("weighted", "n_weighted")}
+    details.update(verdict_share=result.score, verdict_share_ci=[result.ci_low, result.ci_high],
+                   verdict_share_method=result.ci_method, level=level.model_dump())
+    return result.model_copy(update={
+        "score": level.estimate, "ci_low": level.ci_low, "ci_high": level.ci_high, "details": details, "items": scored,
+        "ci_method": level_method_text(level),
+    })
+
+
+def level_method_text(level: LevelEstimate) -> str:
+    """What the interval is, in one line (the report and printout show it)."""
+    name = {"pcc": "mean calibrated P(supported)", "acc": "verdict share corrected by sensitivity/specificity",
+            "pacc": "mean P(supported) corrected by its class means",
+            "em": "calibrated P(supported) adjusted to the run's prevalence"}[level.method]
+    return (f"level: {name} per item; 95% bootstrap interval of {level.resamples} replicates, each resampling "
+            f"the run's {level.n_items} items and refitting the support model on the {level.n_calibration} "
+            f"labelled statements ({level.n_calibration_groups} answers) resampled by answer")

@@ -1,0 +1,140 @@
+"""The level of a share (`ragwatch.statistics.level`): the fit, the estimators, and the interval's
+coverage by seeded simulation where the run's prevalence differs from the calibration set's."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from ragwatch.statistics.level import (
+    CalibrationSet,
+    estimate_level,
+    fit_logistic,
+    item_weights,
+    levels,
+    predict_logistic,
+)
+
+
+def test_fit_logistic_matches_the_penalized_likelihood_optimum() -> None:
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(300, 2))
+    y = rng.random(300) < 1 / (1 + np.exp(-(0.5 + x @ np.array([1.5, -1.0]))))
+    coef = fit_logistic(x, y)[0]
+    # the gradient of the penalized log-likelihood (intercept unpenalized) vanishes at the optimum
+    p = predict_logistic(coef, x)[0]
+    design = np.hstack([np.ones((300, 1)), x])
+    grad = design.T @ (y - p) - np.r_[0.0, coef[1:]]
+    assert np.max(np.abs(grad)) < 1e-6
+    assert coef[1] > 1.0 and coef[2] < -0.5
+    # weights are counts: a unit counted twice is the same as the unit listed twice
+    w = np.ones(300)
+    w[:10] = 2
+    doubled = fit_logistic(np.vstack([x, x[:10]]), np.r_[y, y[:10]])[0]
+    assert np.allclose(fit_logistic(x, y, w)[0], doubled, atol=1e-6)
+
+
+def test_a_separating_flag_keeps_a_finite_weight() -> None:
+    x = np.array([[0.0], [0.0], [1.0], [1.0], [0.0], [1.0]])
+    y = np.array([True, True, False, False, False, False])
+    coef = fit_logistic(x, y)[0]
+    assert np.all(np.isfinite(coef)) and coef[1] < -0.5
+
+
+def test_item_weights_make_the_mean_of_item_means() -> None:
+    w = item_weights(np.array(["a", "a", "a", "b"]))[0]
+    values = np.array([1.0, 0.0, 0.0, 1.0])
+    assert w @ values == pytest.approx((1 / 3 + 1) / 2)
+    counts = np.array([[2.0, 0.0]])  # item a drawn twice, b never
+    assert item_weights(np.array(["a", "a", "a", "b"]), counts)[0] @ values == pytest.approx(1 / 3)
+
+
+def test_the_corrections_undo_a_known_misclassification() -> None:
+    # verdicts with tpr 0.8 and fpr 0.3 on the calibration set; a run of 40% positives says 0.5 "yes"
+    y_cal = np.array([True] * 10 + [False] * 10)
+    v_cal = np.array([True] * 8 + [False] * 2 + [True] * 3 + [False] * 7)
+    w_cal = np.ones((1, 20))
+    v_run = np.array([True] * 5 + [False] * 5)
+    w_run = np.full((1, 10), 0.1)
+    acc = levels("acc", np.full(10, 0.5), w_run, p_cal=np.full(20, 0.5), y_cal=y_cal, w_cal=w_cal,
+                 v_run=v_run, v_cal=v_cal)
+    assert acc[0] == pytest.approx((0.5 - 0.3) / (0.8 - 0.3))
+    # pacc: class means 0.7 / 0.2 of the probabilities, a run mean of 0.45 -> 0.5
+    p_cal = np.where(y_cal, 0.7, 0.2)
+    pacc = levels("pacc", np.full(10, 0.45), w_run, p_cal=p_cal, y_cal=y_cal, w_cal=w_cal)
+    assert pacc[0] == pytest.approx(0.5)
+
+
+def test_bad_inputs_say_what_is_wrong() -> None:
+    with pytest.raises(ValueError, match="both classes"):
+        CalibrationSet(x=np.zeros((3, 1)), y=np.array([True, True, True]), groups=np.arange(3))
+    cal = CalibrationSet(x=np.zeros((4, 1)), y=np.array([True, False, True, False]), groups=np.arange(4))
+    with pytest.raises(ValueError, match="features"):
+        estimate_level(cal, np.zeros((2, 2)), np.arange(2))
+    with pytest.raises(ValueError, match="verdicts"):
+        estimate_level(cal, np.zeros((2, 1)), np.arange(2), method="acc", resamples=10)
+
+
+# ---------------------------------------------------------------- coverage by simulation
+
+MU = np.array([[0.0, 0.0], [1.4, 0.9]])  # feature means of unsupported / supported statements
+BETA = np.array([1.2, 0.8])  # P(supported | features) under covariate shift
+
+
+def _items(rng: np.random.Generator, n_items: int) -> np.ndarray:
+    return np.repeat(np.arange(n_items), rng.integers(1, 5, size=n_items))
+
+
+def _label_shift(rng: np.random.Generator, n_items: int, prevalence: float) -> tuple[np.ndarray, ...]:
+    """Items of 1-4 statements; an item's own quality moves its statements' chance of support; the
+    features of a statement depend on its label only (the prevalence moves, the classes do not)."""
+    items = _items(rng, n_items)
+    quality = rng.normal(0, 0.8, size=n_items)[items]
+    y = rng.random(len(items)) < 1 / (1 + np.exp(-(np.log(prevalence / (1 - prevalence)) + quality)))
+    x = MU[y.astype(int)] + rng.normal(size=(len(items), 2))
+    return x, y, items
+
+
+def _covariate_shift(rng: np.random.Generator, n_items: int, shift: float) -> tuple[np.ndarray, ...]:
+    """Items of 1-4 statements whose features move with the item's quality (mean `shift`); P(supported |
+    features) is the same logistic everywhere (the features move, their meaning does not)."""
+    items = _items(rng, n_items)
+    quality = rng.normal(shift, 1.0, size=n_items)[items]
+    x = np.column_stack([quality, 0.5 * quality]) + rng.normal(size=(len(items), 2))
+    y = rng.random(len(items)) < 1 / (1 + np.exp(-(x @ BETA)))
+    return x, y, items
+
+
+def _population_level(draw, setting: float) -> float:
+    """The run's level in the population: the mean item share over very many simulated items."""
+    x, y, items = draw(np.random.default_rng(12345), 60_000, setting)
+    return float(item_weights(items)[0] @ y)
+
+
+SCENARIOS = {  # each method where its assumption holds: (draw, calibration setting, run settings)
+    "pcc": (_covariate_shift, 0.3, (-1.0, 1.5)),
+    "pacc": (_label_shift, 0.6, (0.25, 0.85)),
+    "em": (_label_shift, 0.6, (0.25, 0.85)),
+}
+
+
+@pytest.mark.parametrize("method", ["pcc", "em"])
+def test_interval_covers_when_the_run_prevalence_differs_from_the_calibration_sets(method: str) -> None:
+    """Calibration: 45 answers; run: 40 items at a prevalence far from the calibration set's (~20 points
+    lower and higher). The interval resamples the run's items and refits on the calibration set
+    resampled by answer; it should cover the run's level in the population (the harder target) and the
+    run's own sample level about 95% of the time (40 simulated runs each: >= 0.85 passes)."""
+    draw, cal_setting, run_settings = SCENARIOS[method]
+    rng = np.random.default_rng(7)
+    for setting in run_settings:
+        target = _population_level(draw, setting)
+        covered, covered_sample, n = 0, 0, 40
+        for _ in range(n):
+            x_cal, y_cal, g_cal = draw(rng, 45, cal_setting)
+            x_run, y_run, items = draw(rng, 40, setting)
+            cal = CalibrationSet(x=x_cal, y=y_cal, groups=g_cal)
+            est = estimate_level(cal, x_run, items, method=method, resamples=200, seed=int(rng.integers(1 << 30)))
+            covered += est.ci_low <= target <= est.ci_high
+            covered_sample += est.ci_low <= item_weights(items)[0] @ y_run <= est.ci_high
+        assert covered / n >= 0.85, (method, setting, target, covered / n)
+        assert covered_sample / n >= 0.85, (method, setting, covered_sample / n)
