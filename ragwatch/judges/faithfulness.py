@@ -17,8 +17,9 @@ without calibration data: with it, the score and interval are the level careful 
 (`ragwatch.judges.faithfulness_level`: calibrated P(supported) per statement, mean over items, an
 interval that refits the calibration) and `details["verdict_share"]` keeps the share of verdicts.
 Every statement's verdict is one typed record, `StatementVerdict` (evidence, P(supported), cut-off,
-reason), in the item details under `verdicts`: read them with `statement_verdicts(details)`. The judge's measured agreement on labelled RAG answer
-statements, when its calibration has one, is on the metric's `MetricInfo.agreement`.
+reason), in the item details under `verdicts`: read them with `statement_verdicts(details)`. The
+judge's measured agreement on labelled RAG answer statements, when its calibration has one, is on the
+metric's `MetricInfo.agreement`.
 
 Rules for items that cannot be scored (explicit failures, never a score of 0 by default):
 empty answer -> "empty answer: no statements to verify"; no retrieved contexts -> "no retrieved

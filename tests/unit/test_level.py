@@ -107,7 +107,7 @@ def _covariate_shift(rng: np.random.Generator, n_items: int, shift: float) -> tu
 
 def _population_level(draw, setting: float) -> float:
     """The run's level in the population: the mean item share over very many simulated items."""
-    x, y, items = draw(np.random.default_rng(12345), 60_000, setting)
+    _x, y, items = draw(np.random.default_rng(12345), 60_000, setting)
     return float(item_weights(items)[0] @ y)
 
 
