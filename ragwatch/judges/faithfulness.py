@@ -104,8 +104,9 @@ def answer_statements(answer: str, max_statements: int) -> list[str]:
 
 
 class FaithfulnessOptions(JudgeOptions):
-    statements: StatementSource = "llm"
-    max_statements: int = Field(default=8, ge=1, le=50)
+    # the calibrated judge's shape: the answer's sentences (a small judge splits claims badly), at most 4
+    statements: StatementSource = "sentences"
+    max_statements: int = Field(default=4, ge=1, le=50)
     max_context_tokens: int = Field(default=1500, ge=50)
     verify: VerifyChoice = "evidence"
     sentences_per_statement: int = Field(default=4, ge=1, le=20)  # evidence: context sentences shown per statement
