@@ -1,6 +1,7 @@
 """ragwatch: the one command.
 
     python run.py                      the full evaluation on the embedded default (offline)
+    python run.py init                 a config for your documents, labelled set and system
     python run.py ingest|testset|evaluate|full [--config FILE] [--no-cache]
     python run.py full --estimate      calls, tokens, dollars and wall time per role, no LLM call
     python run.py compare [RUN ...]    metric differences with intervals and verdicts
@@ -47,6 +48,17 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog=prog, description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    init = commands.add_parser("init", help="write a config for your documents, labelled set and system",
+                               description="Asks for your documents, an optional labelled set and the system "
+                                           "under test (or takes the flags; never asks when stdin is not a "
+                                           "terminal), writes a commented config checked to run, prints the "
+                                           "commands to estimate and run it.")
+    init.add_argument("--docs", action="append", help="documents: a file, folder or glob (repeatable)")
+    init.add_argument("--labels", help="a labelled question set: .jsonl, .csv, LlamaIndex rag_dataset.json or "
+                                       "a Hugging Face dataset directory")
+    init.add_argument("--system", help="builtin (default), callable:package.module:function or http:URL")
+    init.add_argument("--out", default="ragwatch.yaml", help="the config file to write (default: ragwatch.yaml)")
+    init.add_argument("--force", action="store_true", help="overwrite --out if it exists")
     for name, help_text in (
         ("ingest", "load, chunk and embed the corpus into a versioned index"),
         ("testset", "build the evaluation set (synthetic pairs and imported labelled sets)"),
@@ -293,6 +305,11 @@ def main(argv: list[str] | None = None) -> int:
             config = getattr(args, "config", None) or str(PROJECT_ROOT / "configs" / "full.yaml")
             return cmd_pipeline(name, config, getattr(args, "no_cache", False), getattr(args, "zenml_config", None),
                                 getattr(args, "estimate", False))
+        if args.command == "init":
+            from orchestration.init import init_command
+
+            return init_command(args.docs, args.labels, args.system, args.out, args.force, f"python {sys.argv[0]}"
+                                if sys.argv[0].endswith(".py") else "ragwatch")
         if args.command == "compare":
             return cmd_compare(args.runs, args.config)
         if args.command == "calibrate" and args.labels:

@@ -222,18 +222,19 @@ def _evaluate(config: FullConfig, chunks: list[Chunk], samples: list[EvalSample]
     from ragwatch.checks.e2e import load_e2e_tables, run_e2e_tests
     from ragwatch.judges import build_judges, run_judges
     from ragwatch.rag.builtin import BuiltinRAG
-    from ragwatch.types import RagAnswer
 
     evaluate = config.evaluate
     system = evaluate.system
+    own = {s.question: s.reference_contexts[0] for s in samples if s.reference_contexts}
     if system.rag.kind != "builtin" or not chunks:
-        estimate.notes.append(f"the system under test ({system.rag.kind}) answers outside ragwatch: its calls "
-                              "are not counted; judges are counted on answers of max_tokens length")
-        answers = [RagAnswer(question=s.question, answer=_answer_text(system.generator.max_tokens),
-                             contexts=[]) for s in samples]
+        # the system's own calls are its business; the judges' calls on its answers are this run's
+        estimate.notes.append(
+            f"the system under test ({system.rag.kind}) answers outside ragwatch: its own calls are not counted; "
+            f"the judges' are, on answers of about {system.generator.max_tokens} tokens with "
+            f"{system.rag.top_k} contexts each" + (" from your corpus" if chunks else " of placeholder text"))
+        answers = _external_answers(samples, chunks, own, system.rag.top_k, system.generator.max_tokens)
     else:
         generator = roles.client("generator", system.generator)
-        own = {s.question: s.reference_contexts[0] for s in samples if s.reference_contexts}
         rag = BuiltinRAG(_SampledIndex(chunks, own), _NoEmbedder(), generator, system.rag)  # type: ignore[arg-type]
         answers = rag.answer_many([s.question for s in samples]) if samples else []
         seen = typical(roles.history, system.generator.model, "rag answers") or typical(roles.history, None,
@@ -251,6 +252,22 @@ def _evaluate(config: FullConfig, chunks: list[Chunk], samples: list[EvalSample]
         if judges and samples:
             run_judges(judges, samples, answers)
     estimate.notes.append(f"evaluate: {len(samples)} answered and judged items")
+
+
+def _external_answers(samples: list[EvalSample], chunks: list[Chunk], own: dict[str, str], top_k: int,
+                      tokens: int) -> list[Any]:
+    """Answers as a system of the user's own would give them: `top_k` contexts (chunks of the corpus, the
+    question's own first; placeholder sentences without a corpus) and an answer of about `tokens`."""
+    from ragwatch.types import RagAnswer, RetrievedContext
+
+    questions = [s.question for s in samples]
+    if chunks:
+        hits = _SampledIndex(chunks, own).search_many(questions, top_k, "hybrid")
+        contexts = [[RetrievedContext(text=h.chunk.text, chunk_id=h.chunk.id) for h in found] for found in hits]
+    else:
+        contexts = [[RetrievedContext(text=_answer_text(200)) for _ in range(top_k)] for _ in questions]
+    return [RagAnswer(question=q, answer=_answer_text(tokens), contexts=c)
+            for q, c in zip(questions, contexts, strict=True)]
 
 
 def _answer_text(tokens: float) -> str:
