@@ -20,6 +20,7 @@ from zenml.client import Client
 from zenml.enums import ExecutionStatus, ModelStages
 
 from ragwatch.artifacts import MetricGroup
+from ragwatch.quick import QUICK_TAG
 from ragwatch.review import HumanLabels
 
 TRACK_STEP = "track_evaluation"
@@ -62,6 +63,8 @@ def previous_evaluation(
     newer runs that turn out to have none)."""
     for run in evaluation_runs():
         if run.id == exclude_run_id or run.status != ExecutionStatus.COMPLETED:
+            continue
+        if any(tag.name == QUICK_TAG for tag in run.tags or []):  # a quick look is never a baseline
             continue
         if before is not None and run.created >= before:
             continue

@@ -4,6 +4,7 @@
     python run.py init                 a config for your documents, labelled set and system
     python run.py ingest|testset|evaluate|full [--config FILE] [--no-cache]
     python run.py full --estimate      calls, tokens, dollars and wall time per role, no LLM call
+    python run.py --quick              a first look in minutes on about a dozen items (decides nothing)
     python run.py compare [RUN ...]    metric differences with intervals and verdicts
     python run.py calibrate            a judge against human labels (HaluEval sample by default)
     python run.py review export|import human labels on judged items -> prediction-powered estimates
@@ -37,6 +38,10 @@ if TYPE_CHECKING:
     from ragwatch.estimate import Estimate
 
 
+QUICK_HELP = ("a first look in minutes: about a dozen items, which decide nothing (never promoted, never a "
+              "baseline; docs/quick-look.md)")
+
+
 def _add_config(parser: argparse.ArgumentParser, default: str) -> None:
     parser.add_argument("--config", help=f"YAML config file; relative paths in it resolve against its "
                                          f"directory (default: the bundled {default})")
@@ -47,6 +52,7 @@ def build_parser() -> argparse.ArgumentParser:
     prog = "ragwatch" if sys.argv[0].endswith("ragwatch") else "run.py"  # the console script or the file
     parser = argparse.ArgumentParser(prog=prog, description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
+    parser.add_argument("--quick", action="store_true", help=QUICK_HELP)
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     init = commands.add_parser("init", help="write a config for your documents, labelled set and system",
                                description="Asks for your documents, an optional labelled set and the system "
@@ -73,6 +79,8 @@ def build_parser() -> argparse.ArgumentParser:
                               "without one LLM call, and exit")
         sub.add_argument("--zenml-config", help="a ZenML run configuration (docker/orchestrator settings), "
                                                 "e.g. deploy/kubernetes/zenml_run_config.yaml")
+        if name in ("evaluate", "full"):
+            sub.add_argument("--quick", action="store_true", default=argparse.SUPPRESS, help=QUICK_HELP)
 
     compare = commands.add_parser("compare", help="compare evaluation runs",
                                   description="Compare RUN (default: the last) with the previous run and "
@@ -149,12 +157,20 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def cmd_pipeline(name: str, config: str, no_cache: bool, zenml_config: str | None = None,
-                 estimate: bool = False) -> int:
+                 estimate: bool = False, quick: bool = False) -> int:
     import time
 
     from ragwatch.preflight import preflight
 
     checked = preflight(name, config)  # before ZenML is imported: a typo is answered in about a second
+    if quick:
+        from ragwatch.quick import QUICK_TAG, quick_banner, quick_config
+
+        if name == "evaluate":  # the latest evaluation set is the full one: a quick look makes its own
+            print("evaluate --quick runs the whole chain on its own small evaluation set (ingest is cached)")
+            name, checked = "full", preflight("full", config)
+        checked = quick_config(checked)
+        print(quick_banner() + "\n")
     if estimate:
         from ragwatch.estimate import estimate_pipeline, format_estimate
 
@@ -164,7 +180,8 @@ def cmd_pipeline(name: str, config: str, no_cache: bool, zenml_config: str | Non
     started = time.time()
     from orchestration.runner import format_outcome, run_pipeline
 
-    outcome = run_pipeline(name, config, enable_cache=not no_cache, zenml_config=zenml_config, config=checked)
+    outcome = run_pipeline(name, config, enable_cache=not no_cache, zenml_config=zenml_config, config=checked,
+                           tags=[QUICK_TAG] if quick else None)
     print(format_outcome(outcome))
     if planned is not None:
         from ragwatch.estimate import format_comparison
@@ -173,6 +190,11 @@ def cmd_pipeline(name: str, config: str, no_cache: bool, zenml_config: str | Non
         recorded = read_history(since=started)
         if planned.rows or recorded:
             print("\n" + format_comparison(planned, recorded))
+    if quick:
+        judged = [m.n_scored + m.n_failed for m in (outcome.metrics.metrics.values() if outcome.metrics else [])
+                  if m.info.is_judge]
+        print("\n" + quick_banner(max(judged) if judged else None))
+        return 0  # a quick look decides nothing, so it never fails a job on its gate
     return 1 if outcome.regressed else 0
 
 
@@ -304,7 +326,7 @@ def main(argv: list[str] | None = None) -> int:
             name = args.command or "full"
             config = getattr(args, "config", None) or str(PROJECT_ROOT / "configs" / "full.yaml")
             return cmd_pipeline(name, config, getattr(args, "no_cache", False), getattr(args, "zenml_config", None),
-                                getattr(args, "estimate", False))
+                                getattr(args, "estimate", False), getattr(args, "quick", False))
         if args.command == "init":
             from orchestration.init import init_command
 

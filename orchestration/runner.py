@@ -73,13 +73,15 @@ def run_pipeline(
     schedule: Any = None,
     zenml_config: str | Path | None = None,
     config: FullConfig | None = None,
+    tags: list[str] | None = None,
 ) -> RunOutcome:
     """Validate the config and its input files, run pipeline `name` on the active stack, and
     collect its outputs.
 
     With a ZenML `schedule`, the pipeline is handed to the orchestrator's scheduler instead.
     `zenml_config` is a ZenML run configuration (docker settings, orchestrator settings, ...).
-    `config`: the already checked configuration of `config_path` (`ragwatch.preflight`).
+    `config`: the already checked configuration of `config_path` (`ragwatch.preflight`), or a
+    cut-down one (`ragwatch.quick`); `tags`: the run's ZenML tags.
     """
     from pipelines.evaluate import evaluate
     from pipelines.full import full
@@ -97,6 +99,8 @@ def run_pipeline(
         options["schedule"] = schedule
     if zenml_config is not None:
         options["config_path"] = str(zenml_config)
+    if tags:
+        options["tags"] = tags
     if name == "ingest":
         run = ingest.with_options(**options)(config.ingest, corpus_fingerprint(config.ingest.corpus))
     elif name == "testset":
