@@ -172,9 +172,10 @@ def cmd_pipeline(name: str, config: str, no_cache: bool, zenml_config: str | Non
         checked = quick_config(checked)
         print(quick_banner() + "\n")
     if estimate:
+        from orchestration.runner import latest_inputs
         from ragwatch.estimate import estimate_pipeline, format_estimate
 
-        print(format_estimate(estimate_pipeline(name, checked)))
+        print(format_estimate(estimate_pipeline(name, checked, latest=latest_inputs())))
         return 0
     planned = _quiet_estimate(name, checked)
     started = time.time()
@@ -201,9 +202,10 @@ def cmd_pipeline(name: str, config: str, no_cache: bool, zenml_config: str | Non
 def _quiet_estimate(name: str, config: FullConfig) -> Estimate | None:
     """The estimate of a run about to start, for estimate vs actual afterwards; never stops the run."""
     try:
+        from orchestration.runner import latest_inputs
         from ragwatch.estimate import estimate_pipeline
 
-        return estimate_pipeline(name, config)
+        return estimate_pipeline(name, config, latest=latest_inputs())
     except Exception as exc:  # an estimate is a courtesy: a bug in it must not cost the run
         print(f"(no estimate: {type(exc).__name__}: {exc})", file=sys.stderr)
         return None

@@ -20,6 +20,7 @@ from ragwatch.artifacts import MetricGroup
 from ragwatch.checks.e2e import E2ETables, load_e2e_tables
 from ragwatch.config import FullConfig, corpus_fingerprint, system_fingerprint
 from ragwatch.decision.gate import GateDecision
+from ragwatch.estimate import LatestInputs
 from ragwatch.preflight import preflight
 from ragwatch.report.summary import ReportSettings, gate_label, metrics_text, summary_text
 from readback import METRICS_OUTPUT, TRACK_STEP, step_timings
@@ -121,6 +122,22 @@ def run_pipeline(
     if schedule is None and name in ("evaluate", "full"):
         collect_evaluation(outcome)
     return outcome
+
+
+def latest_inputs() -> LatestInputs | None:
+    """The store's latest index and evaluation set, so an estimate asks with the real prompts and counts
+    cached answers and judge calls as free; None when the store has no index (or cannot be read)."""
+    from zenml.client import Client
+
+    try:
+        index = Client().get_artifact_version("rag_index").load()
+    except Exception:  # no index yet, or one this version cannot load: the estimate uses stand-ins
+        return None
+    try:
+        samples = Client().get_artifact_version("eval_set").load().samples
+    except Exception:
+        samples = None
+    return LatestInputs(index=index, samples=samples)
 
 
 def require_inputs(name: str, config_path: str | Path) -> None:

@@ -51,3 +51,55 @@ def test_the_estimate_says_when_its_time_has_no_history_to_stand_on():
     measured = format_estimate(_row(2.0))
     assert "no history to stand on" not in measured
     assert _row(2.0).rows[0].wall_s == 3 * 2.0  # 10 calls, 4 at a time, 2 s each
+
+
+def test_the_estimate_counts_cached_answers_and_judge_calls_as_free(tmp_path, monkeypatch):
+    """With the store's latest index and evaluation set, the estimate asks with the run's own prompts:
+    answers (and the judge calls on them) already in the LLM cache are not calls."""
+    import json
+    import shutil
+
+    import yaml
+
+    from ragwatch.corpus.chunking import chunk_documents
+    from ragwatch.corpus.documents import load_documents
+    from ragwatch.estimate import LatestInputs, estimate_pipeline
+    from ragwatch.evaluation import judge_answers
+    from ragwatch.indexing.embeddings import get_embedder
+    from ragwatch.indexing.index import Index
+    from ragwatch.llm.client import LLMClient
+    from ragwatch.rag.builtin import BuiltinRAG
+    from ragwatch.types import EvalSample
+    from tests.fake_llm_server import FakeLLMServer, schema_reply
+
+    monkeypatch.setenv("RAGWATCH_CACHE_DIR", str(tmp_path / "cache"))
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    shutil.copy(ROOT / "data" / "sample" / "zenml_docs" / "component-guide" / "orchestrators" / "local.md", corpus)
+    samples = [EvalSample(id=f"q{i}", question=f"How does the local orchestrator run step {i}?",
+                          reference_answer="In the local Python process.") for i in range(3)]
+    with FakeLLMServer(responder=schema_reply, lifetime_s=120) as server:
+        llm = {"model": "openai/gpt-4o-mini", "api_base": server.base_url, "max_tokens": 100}
+        path = tmp_path / "c.yaml"
+        path.write_text(yaml.safe_dump({
+            "ingest": {"corpus": {"paths": ["corpus"]}},
+            "evaluate": {"system": {"generator": llm}, "e2e": {"enabled": False},
+                         "judges": {"llm": llm, "enabled": ["faithfulness"]}}}))
+        config = load_config(path, FullConfig)
+        embedder = get_embedder(config.ingest.embedding)
+        chunks = chunk_documents(load_documents(config.ingest.corpus.paths).documents, config.ingest.chunking,
+                                 embedder.count_tokens, max_window=embedder.max_input_tokens)
+        index = Index.build(chunks, embedder)
+        system = config.evaluate.system
+        before = estimate_pipeline("evaluate", config, history=[], latest=LatestInputs(index, samples))
+        # a first run: answers and judge calls sent, and cached
+        answers = BuiltinRAG(index, embedder, LLMClient(system.generator), system.rag).answer_many(
+            [s.question for s in samples])
+        judge_answers(samples, answers, config.evaluate.judges)
+        sent = server.calls
+        after = estimate_pipeline("evaluate", config, history=[], latest=LatestInputs(index, samples))
+        assert server.calls == sent  # the estimates sent nothing
+    calls = {(r.role, r.stage): (r.calls, r.cached) for r in after.rows}
+    assert calls[("generator", "rag answers")] == (0, 3)
+    assert all(n == 0 for n, _ in calls.values()), json.dumps({str(k): v for k, v in calls.items()})
+    assert sum(r.calls for r in before.rows) == sent  # the same prompts: every call new before the run
