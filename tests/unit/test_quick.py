@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from ragwatch.config import FullConfig
 from ragwatch.config_loader import load_config
 from ragwatch.estimate.dry import StageCount
@@ -103,3 +105,12 @@ def test_the_estimate_counts_cached_answers_and_judge_calls_as_free(tmp_path, mo
     assert calls[("generator", "rag answers")] == (0, 3)
     assert all(n == 0 for n, _ in calls.values()), json.dumps({str(k): v for k, v in calls.items()})
     assert sum(r.calls for r in before.rows) == sent  # the same prompts: every call new before the run
+
+
+@pytest.mark.parametrize(("argv", "quick"), [(["--quick"], True), (["--quick", "full"], True),
+                                              (["full", "--quick"], True), (["evaluate", "--quick"], True),
+                                              (["full"], False), ([], False)])
+def test_run_py_takes_quick_before_or_after_the_command(argv, quick):
+    import run
+
+    assert run.build_parser().parse_args(argv).quick is quick
