@@ -166,6 +166,8 @@ def cmd_pipeline(name: str, config: str, no_cache: bool, zenml_config: str | Non
     if quick:
         from ragwatch.quick import QUICK_TAG, quick_banner, quick_config
 
+        if name in ("ingest", "testset"):
+            raise ValueError(f"--quick is a look at an evaluation: use it with full or evaluate, not {name}")
         if name == "evaluate":  # the latest evaluation set is the full one: a quick look makes its own
             print("evaluate --quick runs the whole chain on its own small evaluation set (ingest is cached)")
             name, checked = "full", preflight("full", config)
