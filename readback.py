@@ -27,6 +27,7 @@ from zenml.client import Client
 from zenml.enums import ExecutionStatus, ModelStages
 
 from ragwatch.artifacts import MetricGroup
+from ragwatch.quick import QUICK_TAG
 from ragwatch.rag import RagSettings
 from ragwatch.review import HumanLabels
 
@@ -104,6 +105,8 @@ def previous_evaluation(
     the run returned (and for newer runs that turn out to have none)."""
     for run in evaluation_runs():
         if run.id == exclude_run_id or run.status != ExecutionStatus.COMPLETED or not run_evaluated(run):
+            continue
+        if any(tag.name == QUICK_TAG for tag in run.tags or []):  # a quick look is never a baseline
             continue
         if before is not None and run.created >= before:
             continue

@@ -1,8 +1,10 @@
 """ragwatch: the one command.
 
     python run.py                      the full evaluation on the embedded default (offline)
+    python run.py init                 a config for your documents, labelled set and system
     python run.py ingest|testset|evaluate|full [--config FILE] [--no-cache]
     python run.py full --estimate      calls, tokens, dollars and wall time per role, no LLM call
+    python run.py --quick              a first look in minutes on about a dozen items (decides nothing)
     python run.py compare [RUN ...]    metric differences with intervals and verdicts
     python run.py calibrate            a judge against human labels (HaluEval sample by default)
     python run.py review export|import human labels on judged items -> prediction-powered estimates
@@ -40,6 +42,10 @@ if TYPE_CHECKING:
     from ragwatch.estimate import Estimate
 
 
+QUICK_HELP = ("a first look in minutes: about a dozen items, which decide nothing (never promoted, never a "
+              "baseline; docs/quick-look.md)")
+
+
 def _add_config(parser: argparse.ArgumentParser, default: str) -> None:
     parser.add_argument("--config", help=f"YAML config file; relative paths in it resolve against its "
                                          f"directory (default: the bundled {default})")
@@ -50,7 +56,19 @@ def build_parser() -> argparse.ArgumentParser:
     prog = "ragwatch" if sys.argv[0].endswith("ragwatch") else "run.py"  # the console script or the file
     parser = argparse.ArgumentParser(prog=prog, description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
+    parser.add_argument("--quick", action="store_true", help=QUICK_HELP)
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    init = commands.add_parser("init", help="write a config for your documents, labelled set and system",
+                               description="Asks for your documents, an optional labelled set and the system "
+                                           "under test (or takes the flags; never asks when stdin is not a "
+                                           "terminal), writes a commented config checked to run, prints the "
+                                           "commands to estimate and run it.")
+    init.add_argument("--docs", action="append", help="documents: a file, folder or glob (repeatable)")
+    init.add_argument("--labels", help="a labelled question set: .jsonl, .csv, LlamaIndex rag_dataset.json or "
+                                       "a Hugging Face dataset directory")
+    init.add_argument("--system", help="builtin (default), callable:package.module:function or http:URL")
+    init.add_argument("--out", default="ragwatch.yaml", help="the config file to write (default: ragwatch.yaml)")
+    init.add_argument("--force", action="store_true", help="overwrite --out if it exists")
     for name, help_text in (
         ("ingest", "load, chunk and embed the corpus into a versioned index"),
         ("testset", "build the evaluation set (synthetic pairs and imported labelled sets)"),
@@ -65,6 +83,8 @@ def build_parser() -> argparse.ArgumentParser:
                               "without one LLM call, and exit")
         sub.add_argument("--zenml-config", help="a ZenML run configuration (docker/orchestrator settings), "
                                                 "e.g. deploy/kubernetes/zenml_run_config.yaml")
+        if name in ("evaluate", "full"):
+            sub.add_argument("--quick", action="store_true", default=argparse.SUPPRESS, help=QUICK_HELP)
 
     compare = commands.add_parser("compare", help="compare evaluation runs",
                                   description="Compare RUN (default: the last that evaluated its system) with "
@@ -166,16 +186,27 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def cmd_pipeline(name: str, config: str, no_cache: bool, zenml_config: str | None = None,
-                 estimate: bool = False) -> int:
+                 estimate: bool = False, quick: bool = False) -> int:
     import time
 
     from ragwatch.preflight import preflight
 
     checked = preflight(name, config)  # before ZenML is imported: a typo is answered in about a second
+    if quick:
+        from ragwatch.quick import QUICK_TAG, quick_banner, quick_config
+
+        if name in ("ingest", "testset"):
+            raise ValueError(f"--quick is a look at an evaluation: use it with full or evaluate, not {name}")
+        if name == "evaluate":  # the latest evaluation set is the full one: a quick look makes its own
+            print("evaluate --quick runs the whole chain on its own small evaluation set (ingest is cached)")
+            name, checked = "full", preflight("full", config)
+        checked = quick_config(checked)
+        print(quick_banner() + "\n")
     if estimate:
+        from orchestration.runner import latest_inputs
         from ragwatch.estimate import estimate_pipeline, format_estimate
 
-        print(format_estimate(estimate_pipeline(name, checked)))
+        print(format_estimate(estimate_pipeline(name, checked, latest=latest_inputs())))
         return 0
     planned = _quiet_estimate(name, checked)
     started = time.time()
@@ -184,7 +215,8 @@ def cmd_pipeline(name: str, config: str, no_cache: bool, zenml_config: str | Non
     run_id = start_run()  # this run's usage records carry it: another process's calls are not this run's
     from orchestration.runner import format_outcome, run_pipeline
 
-    outcome = run_pipeline(name, config, enable_cache=not no_cache, zenml_config=zenml_config, config=checked)
+    outcome = run_pipeline(name, config, enable_cache=not no_cache, zenml_config=zenml_config, config=checked,
+                           tags=[QUICK_TAG] if quick else None)
     print(format_outcome(outcome))
     if planned is not None:
         from ragwatch.estimate import format_comparison
@@ -193,22 +225,30 @@ def cmd_pipeline(name: str, config: str, no_cache: bool, zenml_config: str | Non
         recorded = read_history(since=started, run_id=run_id)
         if planned.rows or recorded:
             print("\n" + format_comparison(planned, recorded))
+    if quick:
+        judged = [m.n_scored + m.n_failed for m in (outcome.metrics.metrics.values() if outcome.metrics else [])
+                  if m.info.is_judge]
+        print("\n" + quick_banner(max(judged) if judged else None))
     if outcome.not_evaluated:  # first and last: the line a scheduled run's log must not bury
         print("\n" + outcome.cause_line())
-    return exit_code(outcome)
+    return exit_code(outcome, quick=quick)
 
 
-def exit_code(outcome) -> int:
-    """3 could not evaluate, 1 not promoted, 0 otherwise (the module docstring lists them)."""
-    return 3 if outcome.not_evaluated else 1 if outcome.regressed else 0
+def exit_code(outcome, *, quick: bool = False) -> int:
+    """3 could not evaluate, 1 not promoted, 0 otherwise (the module docstring lists them). A quick look
+    decides nothing, so its gate never fails a job; a quick look that could not evaluate still says so."""
+    if outcome.not_evaluated:
+        return 3
+    return 0 if quick else 1 if outcome.regressed else 0
 
 
 def _quiet_estimate(name: str, config: FullConfig) -> Estimate | None:
     """The estimate of a run about to start, for estimate vs actual afterwards; never stops the run."""
     try:
+        from orchestration.runner import latest_inputs
         from ragwatch.estimate import estimate_pipeline
 
-        return estimate_pipeline(name, config)
+        return estimate_pipeline(name, config, latest=latest_inputs())
     except Exception as exc:  # an estimate is a courtesy: a bug in it must not cost the run
         print(f"(no estimate: {type(exc).__name__}: {exc})", file=sys.stderr)
         return None
@@ -336,7 +376,12 @@ def main(argv: list[str] | None = None) -> int:
             name = args.command or "full"
             config = getattr(args, "config", None) or str(PROJECT_ROOT / "configs" / "full.yaml")
             return cmd_pipeline(name, config, getattr(args, "no_cache", False), getattr(args, "zenml_config", None),
-                                getattr(args, "estimate", False))
+                                getattr(args, "estimate", False), getattr(args, "quick", False))
+        if args.command == "init":
+            from orchestration.init import init_command
+
+            return init_command(args.docs, args.labels, args.system, args.out, args.force, f"python {sys.argv[0]}"
+                                if sys.argv[0].endswith(".py") else "ragwatch")
         if args.command == "compare":
             return cmd_compare(args.runs, args.config)
         if args.command == "calibrate" and args.labels:

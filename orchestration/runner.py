@@ -20,6 +20,7 @@ from ragwatch.artifacts import MetricGroup
 from ragwatch.checks.e2e import E2ETables, load_e2e_tables
 from ragwatch.config import FullConfig, corpus_fingerprint, evalset_fingerprint, system_fingerprint
 from ragwatch.decision.gate import GateDecision
+from ragwatch.estimate import LatestInputs
 from ragwatch.preflight import preflight
 from ragwatch.rag import SystemCalls
 from ragwatch.report.summary import ReportSettings, gate_label, metrics_text, summary_text
@@ -86,13 +87,15 @@ def run_pipeline(
     schedule: Any = None,
     zenml_config: str | Path | None = None,
     config: FullConfig | None = None,
+    tags: list[str] | None = None,
 ) -> RunOutcome:
     """Validate the config and its input files, run pipeline `name` on the active stack, and
     collect its outputs.
 
     With a ZenML `schedule`, the pipeline is handed to the orchestrator's scheduler instead.
     `zenml_config` is a ZenML run configuration (docker settings, orchestrator settings, ...).
-    `config`: the already checked configuration of `config_path` (`ragwatch.preflight`).
+    `config`: the already checked configuration of `config_path` (`ragwatch.preflight`), or a
+    cut-down one (`ragwatch.quick`); `tags`: the run's ZenML tags.
     """
     from pipelines.evaluate import evaluate
     from pipelines.full import full
@@ -112,6 +115,8 @@ def run_pipeline(
         options["schedule"] = schedule
     if zenml_config is not None:
         options["config_path"] = str(zenml_config)
+    if tags:
+        options["tags"] = tags
     if name == "ingest":
         run = ingest.with_options(**options)(config.ingest, corpus_fingerprint(config.ingest.corpus))
     elif name == "testset":
@@ -134,6 +139,22 @@ def run_pipeline(
     if schedule is None and name in ("evaluate", "full"):
         collect_evaluation(outcome)
     return outcome
+
+
+def latest_inputs() -> LatestInputs | None:
+    """The store's latest index and evaluation set, so an estimate asks with the real prompts and counts
+    cached answers and judge calls as free; None when the store has no index (or cannot be read)."""
+    from zenml.client import Client
+
+    try:
+        index = Client().get_artifact_version("rag_index").load()
+    except Exception:  # no index yet, or one this version cannot load: the estimate uses stand-ins
+        return None
+    try:
+        samples = Client().get_artifact_version("eval_set").load().samples
+    except Exception:
+        samples = None
+    return LatestInputs(index=index, samples=samples)
 
 
 def require_inputs(name: str, config_path: str | Path, config: FullConfig | None = None) -> None:

@@ -14,3 +14,12 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 install()  # old import paths of moved modules (stored artifacts name their types by them)
 
 __version__ = "0.1.0"
+
+
+def __getattr__(name: str) -> object:
+    # `ragwatch.evaluate_records` without importing the judges (and litellm) at `import ragwatch`
+    if name in ("evaluate_records", "Record"):
+        from ragwatch import api
+
+        return getattr(api, name)
+    raise AttributeError(f"module 'ragwatch' has no attribute {name!r}")

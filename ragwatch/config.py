@@ -1,9 +1,12 @@
 """The configuration of each pipeline, with every default in one place.
 
 The YAML files in `configs/` are validated against these models; a wrong key is an error naming it.
-Defaults are neutral: a config written from scratch gets no corpus, no handwritten cases, no keyword
-tests, no URL rewrites and no gate list of its own; the bundled ZenML sample sets those in its own
-files (`configs/*.yaml`).
+One source of defaults: what the project measured is what every config gets unless it says
+otherwise (the models of each role, the calibrated faithfulness judge with logprobs where the
+provider has them, the opt-in judges off, the built-in system's retrieval, the gate). A config
+written from scratch needs only its documents; the bundled files (`configs/*.yaml`) name the
+sample's data (corpus, labelled sets, keyword tests, URL rewrites) and what a user may change.
+A block a file sets in part keeps the defaults of the keys it leaves out (`ragwatch/presets.py`).
 
 Paths: every relative path in a config file (corpus paths, imports, keyword tables, `reports_dir`)
 resolves against the directory of the file that sets it (`FullConfig.PATH_KEYS`), so a config works
@@ -16,7 +19,7 @@ import glob
 import hashlib
 import json
 from pathlib import Path
-from typing import ClassVar, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -26,8 +29,9 @@ from ragwatch.evalset.assemble import EvalSetConfig
 from ragwatch.indexing.bm25 import BM25Settings
 from ragwatch.indexing.embeddings import EmbeddingSettings
 from ragwatch.judges.config import JudgesConfig
-from ragwatch.llm.types import LLMSettings
+from ragwatch.llm.types import LLMSettings, SystemGeneratorSettings
 from ragwatch.log_settings import LogInput
+from ragwatch.presets import preset
 from ragwatch.rag import RagSettings
 from ragwatch.report.summary import ReportSettings
 from ragwatch.retrieval import MatchSettings
@@ -66,14 +70,24 @@ class RetrievalEvalSettings(_Strict):
     """How a retrieved chunk is matched against a question's labels."""
 
 
+# The built-in system as shipped: hybrid retrieval, its top 3 contexts within 2,400 characters (the
+# local 0.5B generator's prompt stays short enough to answer in seconds).
+BuiltinRagSettings = preset(RagSettings, retrieval_mode="hybrid", top_k=3, max_context_chars=2400)
+# The gate as shipped: retrieval as run is deterministic (any measured drop counts), other metrics may
+# drop 0.05. Which metrics gate stays every metric both runs have (`gated_metrics: None`): a list would
+# name metrics a user's run lacks (keyword tests), and a gated name that matches nothing refuses promotion.
+SHIPPED_GATE: dict[str, Any] = {"default_allowed_drop": 0.05, "per_metric": {"system/*": 0.0}}
+ShippedGate = preset(GateThresholds, **SHIPPED_GATE)
+
+
 class SystemUnderTest(_Strict):
     """The RAG system being evaluated; it is versioned as a ZenML model named `model_name`."""
 
     model_name: str = "ragwatch-rag"
     """The ZenML model that versions the system under test (its baselines live there)."""
-    rag: RagSettings = Field(default_factory=RagSettings)
-    """Which system answers (built-in, callable, HTTP) and how the built-in one retrieves."""
-    generator: LLMSettings = Field(default_factory=LLMSettings)
+    rag: BuiltinRagSettings
+    """Which system answers (built-in, callable, HTTP, logged) and how the built-in one retrieves."""
+    generator: SystemGeneratorSettings
     """The built-in system's answering LLM."""
 
 
@@ -98,7 +112,7 @@ class EvaluateConfig(_Strict):
     # More judge models run on the same items, compared with `judges.llm` in one agreement table.
     judge_panel: list[LLMSettings] = Field(default_factory=list)
     """More judge models run on the same items and compared with `judges.llm` in one agreement table."""
-    gate: GateThresholds = Field(default_factory=GateThresholds)
+    gate: ShippedGate
     """When a new run may be promoted over production."""
     report: ReportSettings = Field(default_factory=ReportSettings)  # headline metrics, per-item caps
     """What the report's first screen shows."""

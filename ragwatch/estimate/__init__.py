@@ -7,6 +7,6 @@ Example:
 """
 
 from ragwatch.estimate.table import Estimate, EstimateRow, format_comparison, format_estimate
-from ragwatch.estimate.workload import estimate_pipeline
+from ragwatch.estimate.workload import LatestInputs, estimate_pipeline
 
-__all__ = ["Estimate", "EstimateRow", "estimate_pipeline", "format_comparison", "format_estimate"]
+__all__ = ["Estimate", "EstimateRow", "LatestInputs", "estimate_pipeline", "format_comparison", "format_estimate"]

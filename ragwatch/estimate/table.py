@@ -40,6 +40,9 @@ class EstimateRow(BaseModel):
     reply_basis: str
     wall_s: float
     batch: bool = False
+    # where wall_s comes from: "history" (this model's earlier runs of the stage on this machine) or
+    # "rule of thumb" (no such run yet: fixed token rates, off by a factor of several on a loaded machine)
+    time_basis: str = "history"
 
 
 class Estimate(BaseModel):
@@ -70,7 +73,17 @@ def estimate_row(count: StageCount, settings: LLMSettings) -> EstimateRow:
     return EstimateRow(role=count.role, stage=count.stage, model=settings.model, requests=count.requests,
                        cached=count.cached, calls=count.calls, prompt_tokens=prompt, completion_tokens=completion,
                        cost_usd=cost, priced=is_priced(settings.model), reply_basis=count.reply_basis,
-                       wall_s=wall_time(count, settings), batch=batch)
+                       wall_s=wall_time(count, settings), batch=batch,
+                       time_basis=time_basis(count, settings))
+
+
+def time_basis(count: StageCount, settings: LLMSettings) -> str:
+    """"history" when the stage's time comes from this model's recorded runs, else "rule of thumb"."""
+    if not count.calls:
+        return "history"  # nothing to send: no time to guess
+    if getattr(settings, "batch", False):
+        return "history" if count.batch_wall_s else "rule of thumb"
+    return "history" if count.latency_s is not None else "rule of thumb"
 
 
 def wall_time(count: StageCount, settings: LLMSettings) -> float:
@@ -109,8 +122,9 @@ def format_estimate(estimate: Estimate) -> str:
         mark = {"max_tokens": "*", "history of another model": "~"}.get(r.reply_basis, "") if r.calls else ""
         out = f"{r.completion_tokens}{mark}"
         stage = r.stage + (" [batch]" if r.batch else "")
+        wall = _duration(r.wall_s) + ("?" if r.time_basis != "history" else "")
         lines.append(f"{r.role[:18]:<18} {stage[:34]:<34} {r.model[:26]:<26} {r.calls:>6} {r.cached:>6} "
-                     f"{r.prompt_tokens:>9} {out:>8} {_money(r.cost_usd, r.priced):>10} {_duration(r.wall_s):>8}")
+                     f"{r.prompt_tokens:>9} {out:>8} {_money(r.cost_usd, r.priced):>10} {wall:>8}")
     if not estimate.rows:
         lines.append("(no LLM call in this pipeline)")
     lines.append("-" * len(head))
@@ -126,8 +140,31 @@ def format_estimate(estimate: Estimate) -> str:
         lines.append("* reply tokens at max_tokens (no run history for that stage yet): an upper bound")
     if any(r.reply_basis == "history of another model" and r.calls for r in estimate.rows):
         lines.append("~ reply tokens from another model's run of that stage (none of this model yet)")
+    guessed = [r for r in estimate.rows if r.time_basis != "history"]
+    if guessed:
+        share = sum(r.wall_s for r in guessed) / estimate.wall_s if estimate.wall_s else 1.0
+        lines.append(f"? wall time with no history to stand on ({len(guessed)} of {len(estimate.rows)} stages, "
+                     f"{share:.0%} of the total): no run of that stage with that model on this machine yet, so "
+                     "it is a rule of thumb (fixed token rates) that can be off by a factor of several; "
+                     "a run records its times and the next estimate uses them")
+    if (load := machine_load()) is not None:
+        lines.append(load)
     lines += [f"note: {n}" for n in estimate.notes]
     return "\n".join(lines)
+
+
+def machine_load() -> str | None:
+    """A warning when other work shares the machine: the times above assume it is idle."""
+    import os
+
+    try:
+        load, cores = os.getloadavg()[0], os.cpu_count() or 1
+    except (OSError, AttributeError):
+        return None
+    if load < cores * 0.75:
+        return None
+    return (f"! the machine is busy (load average {load:.1f} on {cores} cores): local models share it, so the "
+            f"run can take several times the wall time above")
 
 
 def _duration(seconds: float) -> str:

@@ -18,12 +18,13 @@ import math
 import random
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from ragwatch.config import FullConfig
-from ragwatch.estimate.dry import DryClient
+from ragwatch.estimate.dry import PLACEHOLDER, DryClient
 from ragwatch.estimate.table import Estimate, estimate_row
 from ragwatch.llm.history import StageRecord, read_history, typical
 from ragwatch.llm.models import is_local
@@ -33,6 +34,7 @@ from ragwatch.types import Chunk, EvalSample, SearchHit
 
 STAGES = {"ingest": ("ingest",), "testset": ("testset",), "evaluate": ("evaluate",),
           "full": ("ingest", "testset", "evaluate")}
+LOCAL_CHUNKS_PER_S = 17.0  # all-MiniLM-L6-v2 int8 on 2 cores (OFFLINE_STACK.md)
 SENTENCE = "The documented component is configured in the stack settings and runs each step in order. "
 
 
@@ -49,10 +51,25 @@ class _Roles:
         return dry
 
 
+@dataclass
+class LatestInputs:
+    """What earlier runs of this store made: the latest index and evaluation set (`evaluate` reads
+    them; `full` makes them again, the same when the corpus and the testset's calls are unchanged)."""
+
+    index: Any = None
+    samples: list[EvalSample] | None = None
+
+
 def estimate_pipeline(
-    pipeline: str, config: FullConfig, *, history: Sequence[StageRecord] | None = None
+    pipeline: str, config: FullConfig, *, history: Sequence[StageRecord] | None = None,
+    latest: LatestInputs | None = None,
 ) -> Estimate:
-    """Calls, tokens, dollars and wall time of running `pipeline` with `config`, without one LLM call."""
+    """Calls, tokens, dollars and wall time of running `pipeline` with `config`, without one LLM call.
+
+    With `latest` (the store's index and evaluation set) the answers are asked with the real prompts
+    (the index's contexts for the set's questions), so answers and judge calls already in the LLM
+    cache are counted as what they are: free. Without it they are counted on stand-ins, as new calls.
+    """
     started = time.perf_counter()
     history = read_history() if history is None else history
     roles = _Roles(history)
@@ -63,11 +80,22 @@ def estimate_pipeline(
         chunks = _chunks(config)
         _ingest_rows(config, chunks, estimate)
     samples: list[EvalSample] = []
+    index = None
     if "testset" in stages or "evaluate" in stages:
         chunks = chunks if chunks is not None else _chunks(config)
         samples = _evaluation_set(config, chunks, roles, count="testset" in stages, estimate=estimate)
+        index, latest_samples = _usable_latest(pipeline, latest, chunks, roles)
+        if "evaluate" in stages and latest_samples is not None:
+            from ragwatch.evalset.assemble import generation_samples
+
+            samples = generation_samples(latest_samples)
+            estimate.notes.append(f"evaluate: on this store's latest evaluation set ({len(latest_samples)} "
+                                  "questions) and index: answers and judge calls already cached count as free")
     if "evaluate" in stages:
-        _evaluate(config, chunks or [], samples, roles, estimate)
+        if latest is None or latest.samples is None:
+            estimate.notes.append("evaluate: answers and judge calls counted on stand-ins (no earlier evaluation "
+                                  "set in this store), so none counts as cached")
+        _evaluate(config, chunks or [], samples, roles, estimate, index=index)
     for dry, settings in roles.clients:
         rows = [estimate_row(count, settings) for count in dry.stages.values()]
         estimate.rows += rows
@@ -83,6 +111,22 @@ def estimate_pipeline(
     estimate.notes = list(dict.fromkeys(estimate.notes))
     estimate.seconds = time.perf_counter() - started
     return estimate
+
+
+def _usable_latest(pipeline: str, latest: LatestInputs | None, chunks: list[Chunk],
+                   roles: _Roles) -> tuple[Any, list[EvalSample] | None]:
+    """The latest index and evaluation set, when this run uses them: `evaluate` always; `full` when the
+    index holds exactly the corpus's chunks and every testset call is cached (the step makes the same set)."""
+    if latest is None or latest.index is None:
+        return None, None
+    if pipeline != "evaluate":
+        if {c.id for c in latest.index.chunks} != {c.id for c in chunks}:
+            return None, None
+        generated = [count for dry, _ in roles.clients if dry.role == "testset generator"
+                     for count in dry.stages.values()]
+        if any(count.calls for count in generated):
+            return latest.index, None
+    return latest.index, latest.samples
 
 
 # ----------------------------------------------------------------------------------------- ingest
@@ -120,8 +164,9 @@ def _chunks(config: FullConfig) -> list[Chunk]:
 def _ingest_rows(config: FullConfig, chunks: list[Chunk], estimate: Estimate) -> None:
     embedding = config.ingest.embedding
     if is_local(embedding.model):
-        estimate.notes.append(f"ingest: {len(chunks)} chunks embedded by the local model "
-                              f"{embedding.model} (no provider call)")
+        estimate.notes.append(f"ingest: {len(chunks)} chunks embedded by the local model {embedding.model} "
+                              f"(no provider call; about {len(chunks) / LOCAL_CHUNKS_PER_S:.0f} s on an idle 2-core "
+                              "machine, less when an earlier index holds the same chunks)")
         return
     from ragwatch.estimate.table import EstimateRow
 
@@ -218,28 +263,36 @@ class _NoEmbedder:
 
 
 def _evaluate(config: FullConfig, chunks: list[Chunk], samples: list[EvalSample], roles: _Roles,
-              estimate: Estimate) -> None:
+              estimate: Estimate, *, index: Any = None) -> None:
     from ragwatch.checks.e2e import load_e2e_tables, run_e2e_tests
     from ragwatch.judges import build_judges, run_judges
     from ragwatch.rag.builtin import BuiltinRAG
-    from ragwatch.types import RagAnswer
 
     evaluate = config.evaluate
     system = evaluate.system
+    own = {s.question: s.reference_contexts[0] for s in samples if s.reference_contexts}
     if system.rag.kind != "builtin" or not chunks:
-        estimate.notes.append(f"the system under test ({system.rag.kind}) answers outside ragwatch: its calls "
-                              "are not counted; judges are counted on answers of max_tokens length")
-        answers = [RagAnswer(question=s.question, answer=_answer_text(system.generator.max_tokens),
-                             contexts=[]) for s in samples]
+        # the system's own calls are its business; the judges' calls on its answers are this run's
+        estimate.notes.append(
+            f"the system under test ({system.rag.kind}) answers outside ragwatch: its own calls are not counted; "
+            f"the judges' are, on answers of about {system.generator.max_tokens} tokens with "
+            f"{system.rag.top_k} contexts each" + (" from your corpus" if chunks else " of placeholder text"))
+        answers = _external_answers(samples, chunks, own, system.rag.top_k, system.generator.max_tokens)
     else:
         generator = roles.client("generator", system.generator)
-        own = {s.question: s.reference_contexts[0] for s in samples if s.reference_contexts}
-        rag = BuiltinRAG(_SampledIndex(chunks, own), _NoEmbedder(), generator, system.rag)  # type: ignore[arg-type]
+        if index is not None:  # the real prompts: a cached answer comes back as itself, for free
+            from ragwatch.indexing.embeddings import get_embedder
+
+            rag = BuiltinRAG(index, get_embedder(config.ingest.embedding), generator, system.rag)
+        else:
+            rag = BuiltinRAG(_SampledIndex(chunks, own), _NoEmbedder(), generator, system.rag)  # type: ignore[arg-type]
         answers = rag.answer_many([s.question for s in samples]) if samples else []
         seen = typical(roles.history, system.generator.model, "rag answers") or typical(roles.history, None,
                                                                                        "rag answers")
         length = seen.completion_tokens if seen else system.generator.max_tokens
-        answers = [a.model_copy(update={"answer": _answer_text(length)}) for a in answers]
+        # an answer still to be written stands in at its typical length (what the judges will read)
+        answers = [a.model_copy(update={"answer": _answer_text(length)}) if a.answer == PLACEHOLDER else a
+                   for a in answers]
         if evaluate.e2e.enabled and evaluate.e2e.tables:
             run_e2e_tests(load_e2e_tables(evaluate.e2e.tables), rag.answer_many)
     judge_models = [("judge", evaluate.judges)] + [
@@ -251,6 +304,22 @@ def _evaluate(config: FullConfig, chunks: list[Chunk], samples: list[EvalSample]
         if judges and samples:
             run_judges(judges, samples, answers)
     estimate.notes.append(f"evaluate: {len(samples)} answered and judged items")
+
+
+def _external_answers(samples: list[EvalSample], chunks: list[Chunk], own: dict[str, str], top_k: int,
+                      tokens: int) -> list[Any]:
+    """Answers as a system of the user's own would give them: `top_k` contexts (chunks of the corpus, the
+    question's own first; placeholder sentences without a corpus) and an answer of about `tokens`."""
+    from ragwatch.types import RagAnswer, RetrievedContext
+
+    questions = [s.question for s in samples]
+    if chunks:
+        hits = _SampledIndex(chunks, own).search_many(questions, top_k, "hybrid")
+        contexts = [[RetrievedContext(text=h.chunk.text, chunk_id=h.chunk.id) for h in found] for found in hits]
+    else:
+        contexts = [[RetrievedContext(text=_answer_text(200)) for _ in range(top_k)] for _ in questions]
+    return [RagAnswer(question=q, answer=_answer_text(tokens), contexts=c)
+            for q, c in zip(questions, contexts, strict=True)]
 
 
 def _answer_text(tokens: float) -> str:

@@ -6,11 +6,11 @@ the options model it registered; custom YAML rubrics are declarations of 1-5 jud
 Example YAML block:
 
     judges:
-      llm: {model: local/qwen2.5-0.5b-instruct, max_tokens: 384}
-      enabled: [correctness, faithfulness, answer_relevance, context_relevance, rubric, similarity, perplexity]
-      use_logprobs: true
+      llm: {model: gpt-4o-mini, api_key_env: OPENAI_API_KEY}   # default: the measured local judge
+      enabled: [faithfulness, similarity, perplexity, correctness]   # default: the first three
+      use_logprobs: true                  # default: on where the provider returns token logprobs
       correctness: {threshold: 4.0, prompt_family: prometheus}   # threshold: null -> no pass/fail
-      faithfulness: {max_statements: 8, max_context_tokens: 1500, verify: batched}
+      faithfulness: {max_statements: 8, verify: batched}   # default: sentences, 4, evidence
       custom:
         - {name: conciseness, criteria: ..., rubric: {1: ..., 2: ..., 3: ..., 4: ..., 5: ...}, threshold: 4}
 
@@ -27,7 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from ragwatch.judges import registry
 from ragwatch.judges.custom import CustomRubric, CustomRubricJudge
 from ragwatch.judges.registry import JudgeDeps, JudgeOptions
-from ragwatch.llm.types import LLMSettings
+from ragwatch.llm.types import JudgeLLMSettings
 
 _FIELDS = ("llm", "enabled", "use_logprobs", "custom")
 
@@ -38,12 +38,16 @@ class JudgesConfig(BaseModel):
     # judge option blocks are the extra keys; `_check_blocks` validates each against its judge
     model_config = ConfigDict(extra="allow", use_attribute_docstrings=True)
 
-    llm: LLMSettings = Field(default_factory=LLMSettings)
+    # the measured judge model (`JUDGE_MODEL`, max_tokens 384) unless the block says otherwise
+    llm: JudgeLLMSettings
     """The judge LLM every LLM judge uses."""
+    # faithfulness, similarity, perplexity: the judges the project measured or that make no call; the
+    # opt-in ones (correctness, relevance, rubric) are near chance at the local model's size
     enabled: list[str] = Field(default_factory=registry.default_names)
     """Judges that run, in order (built-in names or `custom` names)."""
-    use_logprobs: bool = False
-    """Probability-weighted scores from the judge's token logprobs, next to the greedy ones."""
+    # verdicts read from the probabilities of yes/no (what the faithfulness calibration was fitted on)
+    use_logprobs: bool | None = None
+    """Probability-weighted scores from the judge's token logprobs; null: on where the provider returns them."""
     custom: list[CustomRubric] = Field(default_factory=list)
     """Your own 1-5 judges declared in YAML."""
 
@@ -73,6 +77,14 @@ class JudgesConfig(BaseModel):
             raise ValueError(f"enabled lists unknown judge(s) {unknown}; built-in: {known}, custom: {custom}")
         return self
 
+    def logprobs_on(self) -> bool:
+        """Whether the judges read verdicts from token logprobs: `use_logprobs`, or where the provider has them."""
+        if self.use_logprobs is not None:
+            return self.use_logprobs
+        from ragwatch.llm.logprobs import supports_logprobs
+
+        return supports_logprobs(self.llm)
+
     def options(self, name: str) -> JudgeOptions:
         """The options of judge `name`: its block, or the defaults its options model declares."""
         block = (self.__pydantic_extra__ or {}).get(name)
@@ -96,13 +108,14 @@ def build_judges(
     first use); `generator_llm` is the system under test's client and `generator_model` its model
     string, for perplexity.
     """
-    deps = JudgeDeps(llm=llm, model=config.llm.model, use_logprobs=config.use_logprobs, embedder=embedder,
+    use_logprobs = config.logprobs_on()
+    deps = JudgeDeps(llm=llm, model=config.llm.model, use_logprobs=use_logprobs, embedder=embedder,
                      generator_llm=generator_llm, generator_model=generator_model)
     custom = {c.name: c for c in config.custom}
     judges: list[Any] = []
     for name in config.enabled:
         if name in custom:
-            judges.append(CustomRubricJudge(custom[name], llm, model=deps.model, use_logprobs=config.use_logprobs))
+            judges.append(CustomRubricJudge(custom[name], llm, model=deps.model, use_logprobs=use_logprobs))
         else:
             judges.append(registry.spec(name).build(config.options(name), deps))
     return judges

@@ -41,6 +41,6 @@ class CorrectnessJudge(DeclaredLikertJudge):
     PROMPT_VERSION = PROMPT_VERSION
 
 
-@register_judge("correctness", options=LikertOptions, default=True)
+@register_judge("correctness", options=LikertOptions)  # opt-in: near chance at the local size
 def build(options: LikertOptions, deps: JudgeDeps) -> CorrectnessJudge:
     return CorrectnessJudge.from_options(options, deps)

@@ -109,9 +109,10 @@ def answer_statements(answer: str, max_statements: int) -> list[str]:
 
 
 class FaithfulnessOptions(JudgeOptions):
-    statements: StatementSource = "llm"
+    # the calibrated judge's shape: the answer's sentences (a small judge splits claims badly), at most 4
+    statements: StatementSource = "sentences"
     """sentences: the answer's sentences are the statements (no call); llm: the judge extracts claims."""
-    max_statements: int = Field(default=8, ge=1, le=50)
+    max_statements: int = Field(default=4, ge=1, le=50)
     """Statements per answer at most (more are grouped)."""
     max_context_tokens: int = Field(default=1500, ge=50)
     """Context tokens the batched/per_statement verifiers read at most."""

@@ -124,7 +124,7 @@ class ContextRelevanceJudge(LLMJudge):
         return Score(score=sum(verdicts) / len(verdicts), details=details)
 
 
-@register_judge("context_relevance", options=FewShotOptions, default=True)
+@register_judge("context_relevance", options=FewShotOptions)  # opt-in
 def build_context_relevance(options: FewShotOptions, deps: JudgeDeps) -> ContextRelevanceJudge:
     return ContextRelevanceJudge(deps.llm, model=deps.model, few_shot=options.few_shot,
                                  use_logprobs=deps.use_logprobs)
@@ -154,6 +154,6 @@ class AnswerRelevanceJudge(DeclaredLikertJudge):
     PROMPT_VERSION = ANSWER_RELEVANCE_PROMPT_VERSION
 
 
-@register_judge("answer_relevance", options=LikertOptions, default=True)
+@register_judge("answer_relevance", options=LikertOptions)  # opt-in
 def build_answer_relevance(options: LikertOptions, deps: JudgeDeps) -> AnswerRelevanceJudge:
     return AnswerRelevanceJudge.from_options(options, deps)

@@ -221,7 +221,7 @@ class RubricJudge(LLMJudge):
         return {**super().details(metric), "prompt_family": self.prompt_family}
 
 
-@register_judge("rubric", options=RubricOptions, default=True)
+@register_judge("rubric", options=RubricOptions)  # opt-in
 def build(options: RubricOptions, deps: JudgeDeps) -> RubricJudge:
     return RubricJudge(
         deps.llm, model=deps.model, prompt_family=options.prompt_family, few_shot=options.few_shot,

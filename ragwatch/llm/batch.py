@@ -25,17 +25,15 @@ import time
 from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from ragwatch.llm import structured
 from ragwatch.llm.backend import load_litellm
+from ragwatch.llm.budget import Budget
 from ragwatch.llm.request import Request, token_logprobs
 from ragwatch.llm.retry import FatalLLMError, describe
 from ragwatch.llm.types import Generation, LLMSettings
 from ragwatch.progress import Progress
-
-if TYPE_CHECKING:
-    from ragwatch.llm.client import LLMClient
 
 log = logging.getLogger("ragwatch.progress")
 client_log = logging.getLogger("ragwatch.llm")  # a batch falling back to online calls is client news
@@ -58,6 +56,24 @@ class BatchLine:
 class BatchReply:
     body: dict[str, Any] | None  # the chat completion, when the line succeeded
     error: str | None = None
+
+
+class BatchHost(Protocol):
+    """What a batch needs of the client that sends it: `LLMClient`'s public surface for batches."""
+
+    settings: LLMSettings
+    budget: Budget | None
+
+    @property
+    def cache_root(self) -> Path: ...
+    def secret(self) -> str | None: ...
+    async def cached(self, request: Request) -> Generation | None: ...
+    async def keep(self, request: Request, gen: Generation) -> None: ...
+    def count(self, gen: Generation) -> None: ...
+    def refuse(self, reason: str, latency_s: float = 0.0) -> Generation: ...
+    async def send(self, request: Request) -> Generation: ...
+    def settle(self, held: float | None, cost: float) -> None: ...
+    def record(self, stage: str, generations: list[Generation], wall_s: float, *, batch: bool = False) -> None: ...
 
 
 def batch_provider(model: str) -> tuple[str, str]:
@@ -199,37 +215,34 @@ def _parse_line(raw: str) -> tuple[str | None, BatchReply]:
 
 
 async def generate_as_batch(
-    client: LLMClient, requests: list[Request], desc: str, progress: Progress | None = None
+    client: BatchHost, requests: list[Request], desc: str, progress: Progress | None = None
 ) -> list[Generation]:
     """`client`'s requests not in its cache as one provider batch, within its budget and counted in its
     usage; lines the batch failed, or whose reply does not fit the schema, are retried online."""
     from ragwatch.llm.pricing import call_cost, count_tokens
 
     started = time.perf_counter()
+    settings = client.settings
     out: list[Generation | None] = [None] * len(requests)
     todo: dict[str, list[int]] = {}
     for i, request in enumerate(requests):
-        hit = await asyncio.to_thread(client._cache.get, request.key) if client._cache is not None else None
-        gen = client._from_cache(hit, request, started) if hit is not None else None
+        gen = await client.cached(request)
         if gen is not None:
             out[i] = gen
-            client._account(gen)
         else:
             todo.setdefault(request.key, []).append(i)
     if todo:
-        job = BatchJob(client.settings, batch_api_key(client.settings), client._root, desc)
+        job = BatchJob(settings, batch_api_key(settings), client.cache_root, desc)
         lines, held = [], {}
         for key, where in todo.items():
             request = requests[where[0]]
             if client.budget is not None:
-                projected = call_cost(client.settings.model, count_tokens(client.settings.model, request.messages),
-                                      float(request.params.get("max_tokens") or client.settings.max_tokens),
-                                      batch=True)
+                projected = call_cost(settings.model, count_tokens(settings.model, request.messages),
+                                      float(request.params.get("max_tokens") or settings.max_tokens), batch=True)
                 held[key] = client.budget.reserve(projected)
                 if held[key] is None:
                     for i in where:
-                        out[i] = client._failed(client.budget.reason(), 0.0)
-                        client._account(out[i])
+                        out[i] = client.refuse(client.budget.reason())
                     continue
             lines.append(job.line(key, request.messages, request.params))
         pending = False
@@ -239,35 +252,31 @@ async def generate_as_batch(
             pending = True
             replies = {ln.key: BatchReply(None, str(exc)) for ln in lines}
         except Exception as exc:  # the batch API refused the job: every line goes online
-            reason = f"batch not submitted: {describe(exc, client._api_key())}"
+            reason = f"batch not submitted: {describe(exc, client.secret())}"
             client_log.warning("%s: %s; sending its %d calls online", desc, reason, len(lines))
             replies = {ln.key: BatchReply(None, reason) for ln in lines}
-        online = client._send_state()
 
         async def settle(ln: Any) -> None:
             request, where = requests[todo[ln.key][0]], todo[ln.key]
-            gen = reply_generation(client.settings, replies[ln.key], request, started)
-            client._settle(held.get(ln.key), gen.cost_usd if gen is not None else 0.0)
+            gen = reply_generation(settings, replies[ln.key], request, started)
+            client.settle(held.get(ln.key), gen.cost_usd if gen is not None else 0.0)
             if gen is not None:
-                if client._cache is not None:
-                    await asyncio.to_thread(client._cache.put, request.key,
-                                            gen.model_dump(mode="json", exclude={"parsed"}))
-                client._account(gen)
+                await client.keep(request, gen)
+                client.count(gen)
             elif not pending:  # a failed line, or a reply that does not fit the schema: once more online
-                gen = await client._generate(request, online)  # accounts for itself
+                gen = await client.send(request)  # counts itself
             else:  # still running at the provider: no second payment now, a re-run picks it up
-                gen = client._failed(replies[ln.key].error or "batch pending", time.perf_counter() - started)
-                client._account(gen)
+                gen = client.refuse(replies[ln.key].error or "batch pending", time.perf_counter() - started)
             out[where[0]] = gen
             for i in where[1:]:  # identical requests: one line served them all
                 out[i] = gen.model_copy(update={"cached": True, "cost_usd": 0.0}) if gen.ok else gen
-                client._account(out[i])
+                client.count(out[i])
 
         await asyncio.gather(*(settle(ln) for ln in lines))
         if not pending:
             job.forget(lines)
     done = [g for g in out if g is not None]
-    client._record(desc, done, time.perf_counter() - started, batch=True)
+    client.record(desc, done, time.perf_counter() - started, batch=True)
     return done
 
 

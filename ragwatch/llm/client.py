@@ -232,6 +232,55 @@ class LLMClient:
 
         return local.perplexity(local_name(self.settings.model), text)
 
+    # ------------------------------------------------- the surface a provider batch sends through
+    # `batch.generate_as_batch` (and the estimate's `DryClient`) use these, never the private parts.
+    @property
+    def cache_root(self) -> Path:
+        """Where this client keeps its cache, usage history and batch records."""
+        return self._root
+
+    def secret(self) -> str | None:
+        """The API key (from `api_key_env`), for scrubbing it out of error messages; never logged."""
+        return self._api_key()
+
+    async def cached(self, request: Request, *, count: bool = True) -> Generation | None:
+        """`request`'s reply from the cache (free, `cached=True`), else None; counted in `usage` when `count`."""
+        if self._cache is None:
+            return None
+        started = time.perf_counter()
+        hit = await asyncio.to_thread(self._cache.get, request.key)
+        gen = self._from_cache(hit, request, started) if hit is not None else None
+        if gen is not None and count:
+            self._account(gen)
+        return gen
+
+    async def keep(self, request: Request, gen: Generation) -> None:
+        """Cache an ok reply to `request` (errors are never cached)."""
+        if gen.ok and self._cache is not None:
+            await asyncio.to_thread(self._cache.put, request.key, gen.model_dump(mode="json", exclude={"parsed"}))
+
+    def count(self, gen: Generation) -> None:
+        """Add a generation to `usage` (and to the budget's finished items)."""
+        self._account(gen)
+
+    def refuse(self, reason: str, latency_s: float = 0.0) -> Generation:
+        """A call that was not sent, failed with `reason` and counted."""
+        gen = self._failed(reason, latency_s)
+        self._account(gen)
+        return gen
+
+    async def send(self, request: Request) -> Generation:
+        """One request online (cache first, flow control, retries, repair), counted in `usage`."""
+        return await self._generate(request, self._send_state())
+
+    def settle(self, held: float | None, cost: float) -> None:
+        """Settle a budget reservation (`budget.reserve`) at the call's real cost."""
+        self._settle(held, cost)
+
+    def record(self, stage: str, generations: list[Generation], wall_s: float, *, batch: bool = False) -> None:
+        """One usage-history line for a stage's generations."""
+        self._record(stage, generations, wall_s, batch)
+
     # ------------------------------------------------------------------------------------ requests
     def _request(
         self, prompt: Prompt, schema: type[BaseModel] | None, system: str | None, overrides: dict[str, Any]

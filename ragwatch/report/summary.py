@@ -30,7 +30,7 @@ from ragwatch.results import MetricResult
 
 __all__ = ["fmt_num", "fmt_signed"]  # re-exported: the report and older callers format through here
 
-DEFAULT_HEADLINE = ["correctness", "faithfulness", "answer_relevance", "e2e_failure_rate", "system/hit_rate"]
+DEFAULT_HEADLINE = ["faithfulness", "similarity", "answer_confidence", "e2e_failure_rate", "system/hit_rate"]
 
 
 class ReportSettings(BaseModel):

@@ -199,16 +199,10 @@ def test_answer_confidence_uses_logprobs_captured_at_generation():
 
 def test_config_defaults_and_errors_name_the_key():
     config = JudgesConfig()
-    assert set(config.enabled) == {
-        "correctness",
-        "faithfulness",
-        "answer_relevance",
-        "context_relevance",
-        "rubric",
-        "similarity",
-        "perplexity",
-    }
+    # the measured judges (and the ones that make no call) on; the opt-in ones off
+    assert set(config.enabled) == {"faithfulness", "similarity", "perplexity"}
     assert config.faithfulness.verify == "evidence" and config.correctness.threshold == 4.0
+    assert (config.faithfulness.statements, config.faithfulness.max_statements) == ("sentences", 4)
     with pytest.raises(ValidationError, match="unknown key 'faithfulnes'"):
         JudgesConfig.model_validate({"faithfulnes": {"max_statements": 2}})
     with pytest.raises(ValidationError, match="treshold"):

@@ -323,12 +323,12 @@ def test_first_screen_answers_better_or_worse_with_deltas_per_baseline():
     assert "Same as previous run" in verdict and "Gate: NOT PROMOTED (regression)" in verdict
     headline = re.search(r'<table id="headline".*?</table>', top).group(0)
     assert [m for m in re.findall(r"<tr><td><b>(.*?)</b>", headline)] == [
-        "correctness", "faithfulness", "answer_relevance", "e2e_failure_rate", "system/hit_rate"]
+        "faithfulness", "similarity", "answer_confidence", "e2e_failure_rate", "system/hit_rate"]
     faith = re.search(r"<tr><td><b>faithfulness</b>.*?</tr>", headline).group(0)
     row = cmp_prod.row("faithfulness")
     assert f"{row.diff:+.3f} [{row.diff_low:+.3f}, {row.diff_high:+.3f}]" in faith and ">regressed<" in faith
     assert ">unchanged<" in faith and "(weighted 0.612)" in faith
-    assert "not measured in this run" in headline  # correctness is not in this run
+    assert "not measured in this run" in headline  # answer_confidence is not in this run
     # warnings: agreement with human labels unknown for the judge
     assert "agreement with labels of the kind it scores is unknown" in top
 
