@@ -62,6 +62,16 @@ def make_verifier(name: str) -> Any:
     raise ValueError(f"unknown candidate {name!r}: windows, evidence<k>, missing<k>")
 
 
+def judge_answer(llm: Any, verifier: Any, answer: dict[str, Any]) -> tuple[list[StatementVerdict], float, int]:
+    """One answer's statements judged together as the product does (one plan): verdicts, seconds, prompt tokens."""
+    start = time.perf_counter()
+    outcome, gens = drive(gather({"a": verifier.plan(answer["contexts"], answer["statements"], answer["question"])}),
+                          llm)
+    seconds = time.perf_counter() - start
+    verdicts: list[StatementVerdict] = outcome["a"][0] if isinstance(outcome["a"], tuple) else []
+    return verdicts, seconds, sum(g.prompt_tokens for g in gens)
+
+
 def judge_answers(llm: Any, candidate: str, answers: list[dict[str, Any]], records: list[dict[str, Any]],
                   save: Callable[[], None]) -> None:
     """Judge every answer not yet in `records`, one at a time: per-statement features, seconds, tokens."""
@@ -70,12 +80,7 @@ def judge_answers(llm: Any, candidate: str, answers: list[dict[str, Any]], recor
     for answer in answers:
         if answer["id"] in done:
             continue
-        start = time.perf_counter()
-        outcome, gens = drive(gather({"a": verifier.plan(answer["contexts"], answer["statements"],
-                                                         answer["question"])}), llm)
-        seconds = time.perf_counter() - start
-        verdicts: list[StatementVerdict] = outcome["a"][0] if isinstance(outcome["a"], tuple) else []
-        prompt_tokens = sum(g.prompt_tokens for g in gens)
+        verdicts, seconds, prompt_tokens = judge_answer(llm, verifier, answer)
         for k, label in enumerate(answer["labels"]):
             v = verdicts[k] if k < len(verdicts) else None
             feats = features_of(v) if v is not None else {}

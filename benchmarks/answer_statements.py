@@ -1,0 +1,102 @@
+"""An evaluation run's answers as statements, split exactly as the faithfulness judge splits them.
+
+Reads the `rag_answers` of an evaluation run (by default the newest) and its evaluation set, splits
+every answered item's answer into statements the way the configured faithfulness judge does with
+`statements: sentences` (`answer_statements`, at most `max_statements`), and writes one row per
+statement with the contexts exactly as the system returned them: statement_id, item_id, system,
+question, contexts, context_sources, answer, statement_index, statement. The rows are the input of
+`benchmarks/statement_features.py` and of a labelling packet. Answers that failed or are empty
+have no statements and are counted, not written.
+
+    python run.py evaluate --config benchmarks/systems/top1.yaml
+    python benchmarks/answer_statements.py --system top1 --config benchmarks/systems/top1.yaml \
+        --out /tmp/faith/top1_statements.jsonl
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from zenml_env import configure_environment  # noqa: E402
+
+configure_environment()
+
+from ragwatch.config import FullConfig  # noqa: E402
+from ragwatch.config_loader import load_config  # noqa: E402
+from ragwatch.evalset.assemble import generation_samples  # noqa: E402
+from ragwatch.judges.faithfulness import answer_statements  # noqa: E402
+
+
+def statement_rows(system: str, samples: list[Any], answers: list[Any], max_statements: int,
+                   limit: int | None = None) -> tuple[list[dict[str, Any]], dict[str, int]]:
+    """One row per statement of the first `limit` answered items; counts of answered / skipped items."""
+    if len(samples) != len(answers):
+        raise SystemExit(f"{len(answers)} answers for {len(samples)} answerable samples: not the run's evaluation set")
+    rows: list[dict[str, Any]] = []
+    counts = {"answered": 0, "failed": 0, "empty": 0}
+    for sample, answer in zip(samples, answers, strict=True):
+        if limit is not None and counts["answered"] >= limit:
+            break
+        if not answer.ok or not answer.contexts:
+            counts["failed"] += 1
+            continue
+        statements = answer_statements(answer.answer, max_statements) if answer.answer.strip() else []
+        if not statements:
+            counts["empty"] += 1
+            continue
+        counts["answered"] += 1
+        for k, statement in enumerate(statements):
+            rows.append({"statement_id": f"{system}/{sample.id}#{k}", "item_id": sample.id, "system": system,
+                         "question": sample.question, "contexts": [c.text for c in answer.contexts],
+                         "context_sources": [c.source for c in answer.contexts], "answer": answer.answer,
+                         "statement_index": k, "statement": statement})
+    return rows, counts
+
+
+def run_outputs(run_name: str | None) -> tuple[Any, Any, Any]:
+    """The run, its `rag_answers` and its evaluation set (the newest evaluation run by default)."""
+    from zenml.client import Client
+
+    from readback import evaluation_runs
+
+    run = Client().get_pipeline_run(run_name) if run_name else next(iter(evaluation_runs()), None)
+    if run is None:
+        raise SystemExit("no evaluation run found: run `python run.py evaluate --config <system config>` first")
+    answers = run.steps["generate_answers"].outputs["rag_answers"][0].load()
+    eval_set = run.steps["load_eval_set"].outputs["input_eval_set"][0].load()
+    return run, answers, eval_set
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--system", required=True, help="a short name of the system under test (in statement ids)")
+    parser.add_argument("--config", type=Path, default=ROOT / "configs" / "evaluate.yaml",
+                        help="the config the run used: its faithfulness options say how answers are split")
+    parser.add_argument("--run", help="evaluation run name or id (default: the newest)")
+    parser.add_argument("--limit", type=int, help="at most this many answered items (in evaluation-set order)")
+    parser.add_argument("--out", type=Path, required=True, help="statements JSONL")
+    args = parser.parse_args(argv)
+
+    options = load_config(args.config, FullConfig).evaluate.judges.faithfulness
+    if options.statements != "sentences":
+        raise SystemExit(f"{args.config}: faithfulness statements: {options.statements!r} splits with the judge; "
+                         "this script reproduces `statements: sentences` only")
+    run, answers, eval_set = run_outputs(args.run)
+    rows, counts = statement_rows(args.system, generation_samples(eval_set.samples), answers.answers,
+                                  options.max_statements, args.limit)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    print(f"run {run.name}: {counts['answered']} answered items -> {len(rows)} statements "
+          f"({counts['failed']} failed, {counts['empty']} empty); system {json.dumps(answers.system)}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,139 @@
+"""The shipped faithfulness verifier's features and verdict for every statement of a statements file.
+
+Reads statements (JSONL, one row per statement: item_id, question, contexts, statement_index,
+statement; optional system, statement_id, label) and judges each answer's statements together, in
+order, with the faithfulness judge exactly as the evaluation config builds it (judge model, its
+settings, `statements`/`verify` options, the shipped calibration of that model and prompt version).
+Writes one row per statement: the judge's P(yes), lexical support, the rule flags, the rule that
+decided, the verdict and P(supported) under the shipped calibration, and the seconds the answer's
+judge call took (`answer_seconds`; `seconds` is that shared evenly over its statements). Answers
+already in `--out` are skipped, so an interrupted run resumes. The LLM cache is off: seconds are real.
+
+    python benchmarks/statement_features.py data/judge_dev/rag_statements/statements.jsonl \
+        --out data/judge_dev/rag_statements/features.jsonl
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from rag_statements import judge_answer  # noqa: E402
+
+from ragwatch.config import FullConfig  # noqa: E402
+from ragwatch.config_loader import load_config  # noqa: E402
+from ragwatch.judges.config import build_judges  # noqa: E402
+from ragwatch.judges.faithfulness import FaithfulnessJudge  # noqa: E402
+from ragwatch.judges.verify_evidence import features_of  # noqa: E402
+from ragwatch.llm.client import LLMClient  # noqa: E402
+
+LABELS = ("supported", "unsupported")
+
+
+def statement_id(row: dict[str, Any]) -> str:
+    """The row's own id, else `<system>/<item_id>#<statement_index>` (system left out when absent)."""
+    if row.get("statement_id"):
+        return str(row["statement_id"])
+    prefix = f"{row['system']}/" if row.get("system") else ""
+    return f"{prefix}{row['item_id']}#{row['statement_index']}"
+
+
+def load_answers(path: Path) -> list[dict[str, Any]]:
+    """Answers with all their statements in `statement_index` order (labelled or not)."""
+    answers: dict[tuple[str, str], dict[str, Any]] = {}
+    for n, line in enumerate(Path(path).read_text().splitlines(), start=1):
+        if not line.strip():
+            continue
+        row = json.loads(line)
+        missing = [k for k in ("item_id", "contexts", "statement_index", "statement") if k not in row]
+        if missing:
+            raise SystemExit(f"{path}:{n}: a statement row needs {missing}; see the module docstring")
+        key = (str(row.get("system") or ""), str(row["item_id"]))
+        answer = answers.setdefault(key, {"id": statement_id({**row, "statement_index": ""}).rstrip("#"),
+                                          "question": row.get("question"), "contexts": row["contexts"],
+                                          "rows": []})
+        answer["rows"].append(row)
+    for answer in answers.values():
+        answer["rows"].sort(key=lambda r: int(r["statement_index"]))
+        answer["statements"] = [r["statement"] for r in answer["rows"]]
+    return list(answers.values())
+
+
+def shipped_judge(config_path: Path) -> tuple[FaithfulnessJudge, Any]:
+    """The faithfulness judge as `run.py evaluate` builds it from `config_path`, and its client (cache off)."""
+    judges = load_config(config_path, FullConfig).evaluate.judges
+    settings = judges.llm.model_copy(update={"cache": False, "concurrency": 1, "timeout_s": 1800})
+    llm = LLMClient(settings)
+    config = judges.model_copy(update={"enabled": ["faithfulness"], "llm": settings})
+    (judge,) = build_judges(config, llm)
+    if judge.calibration is None:
+        print(f"note: no shipped calibration for {settings.model} / {judge.metrics['faithfulness'].prompt_version}; "
+              "P(supported) is the judge's own P(yes)", file=sys.stderr)
+    return judge, llm
+
+
+def feature_rows(judge: FaithfulnessJudge, answer: dict[str, Any], verdicts: list[Any],
+                 seconds: float) -> list[dict[str, Any]]:
+    """One output row per statement of the answer."""
+    model = judge.model or ""
+    out = []
+    for k, row in enumerate(answer["rows"]):
+        v = verdicts[k] if k < len(verdicts) else None
+        feats = features_of(v) if v is not None else {}
+        out.append({
+            "statement_id": statement_id(row), "item_id": row["item_id"], "system": row.get("system"),
+            "statement_index": row["statement_index"], "statement": row["statement"],
+            "label": row.get("label") if row.get("label") in LABELS else None,
+            "p_judge": feats.get("p_judge"), "lexical": feats.get("lexical"), "no_claim": feats.get("no_claim"),
+            "uncited": feats.get("uncited"), "missing_terms": feats.get("missing_terms"),
+            "absent_terms": feats.get("absent_terms"), "rule": v.rule if v is not None else None,
+            "verdict": v.verdict if v is not None else None, "p_supported": v.p_supported if v is not None else None,
+            "threshold": v.threshold if v is not None else None,
+            "error": (v.error if v is not None else "no verdict returned"),
+            "judge_model": model.removeprefix("local/"), "prompt_version": judge.metrics["faithfulness"].prompt_version,
+            "seconds": seconds / len(answer["rows"]), "answer_seconds": seconds,
+        })
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("statements", type=Path, help="statements JSONL (item_id, question, contexts, ...)")
+    parser.add_argument("--out", type=Path, required=True, help="features JSONL; answers already there are skipped")
+    parser.add_argument("--config", type=Path, default=ROOT / "configs" / "evaluate.yaml",
+                        help="the evaluation config whose judges section builds the judge (default: the shipped one)")
+    parser.add_argument("--limit", type=int, help="judge at most this many answers not yet done")
+    args = parser.parse_args(argv)
+
+    answers = load_answers(args.statements)
+    done: set[str] = set()
+    if args.out.is_file():
+        done = {json.loads(line)["statement_id"] for line in args.out.read_text().splitlines() if line.strip()}
+    todo = [a for a in answers if not all(statement_id(r) in done for r in a["rows"])][: args.limit]
+    print(f"{len(answers)} answers, {len(todo)} to judge", file=sys.stderr, flush=True)
+    judge, llm = shipped_judge(args.config)
+    if judge.model and judge.model.startswith("local/"):
+        from ragwatch.llm import local
+
+        local.load(judge.model.removeprefix("local/"))  # load outside the timing
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    total = 0.0
+    for n, answer in enumerate(todo, start=1):
+        verdicts, seconds, _ = judge_answer(llm, judge.verifier, answer)
+        total += seconds
+        with args.out.open("a") as f:
+            for row in feature_rows(judge, answer, verdicts, seconds):
+                f.write(json.dumps(row) + "\n")
+        print(f"[{n}/{len(todo)}] {answer['id']}: {len(answer['rows'])} statements, {seconds:.1f} s "
+              f"(mean {total / n:.1f} s per answer)", file=sys.stderr, flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
