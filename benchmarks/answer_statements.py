@@ -5,7 +5,8 @@ every answered item's answer into statements the way the configured faithfulness
 `statements: sentences` (`answer_statements`, at most `max_statements`), and writes one row per
 statement with the contexts exactly as the system returned them: statement_id, item_id, system,
 question, contexts, context_sources, answer, statement_index, statement. The rows are the input of
-`benchmarks/statement_features.py` and of a labelling packet. Answers that failed or are empty
+`benchmarks/statement_features.py` and of a labelling packet (statement ids are opaque: a hash of
+system, item and index). Answers that failed or are empty
 have no statements and are counted, not written.
 
     python run.py evaluate --config benchmarks/systems/top1.yaml
@@ -16,6 +17,7 @@ have no statements and are counted, not written.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import sys
 from pathlib import Path
@@ -32,6 +34,11 @@ from ragwatch.config import FullConfig  # noqa: E402
 from ragwatch.config_loader import load_config  # noqa: E402
 from ragwatch.evalset.assemble import generation_samples  # noqa: E402
 from ragwatch.judges.faithfulness import answer_statements  # noqa: E402
+
+
+def opaque_id(system: str, item_id: str, index: int) -> str:
+    """A stable statement id that does not tell a reader which system wrote the statement."""
+    return "st-" + hashlib.sha256(f"{system}\x1f{item_id}\x1f{index}".encode()).hexdigest()[:12]
 
 
 def statement_rows(system: str, samples: list[Any], answers: list[Any], max_statements: int,
@@ -53,7 +60,7 @@ def statement_rows(system: str, samples: list[Any], answers: list[Any], max_stat
             continue
         counts["answered"] += 1
         for k, statement in enumerate(statements):
-            rows.append({"statement_id": f"{system}/{sample.id}#{k}", "item_id": sample.id, "system": system,
+            rows.append({"statement_id": opaque_id(system, sample.id, k), "item_id": sample.id, "system": system,
                          "question": sample.question, "contexts": [c.text for c in answer.contexts],
                          "context_sources": [c.source for c in answer.contexts], "answer": answer.answer,
                          "statement_index": k, "statement": statement})

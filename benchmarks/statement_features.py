@@ -44,18 +44,21 @@ def statement_id(row: dict[str, Any]) -> str:
     return f"{prefix}{row['item_id']}#{row['statement_index']}"
 
 
-def load_answers(path: Path) -> list[dict[str, Any]]:
-    """Answers with all their statements in `statement_index` order (labelled or not)."""
+def load_answers(path: Path, system: str | None = None) -> list[dict[str, Any]]:
+    """Answers with all their statements in `statement_index` order (labelled or not); `system` names
+    the system of rows that carry none."""
     answers: dict[tuple[str, str], dict[str, Any]] = {}
     for n, line in enumerate(Path(path).read_text().splitlines(), start=1):
         if not line.strip():
             continue
         row = json.loads(line)
+        if system and not row.get("system"):
+            row["system"] = system
         missing = [k for k in ("item_id", "contexts", "statement_index", "statement") if k not in row]
         if missing:
             raise SystemExit(f"{path}:{n}: a statement row needs {missing}; see the module docstring")
         key = (str(row.get("system") or ""), str(row["item_id"]))
-        answer = answers.setdefault(key, {"id": statement_id({**row, "statement_index": ""}).rstrip("#"),
+        answer = answers.setdefault(key, {"id": "/".join(k for k in key if k),
                                           "question": row.get("question"), "contexts": row["contexts"],
                                           "rows": []})
         answer["rows"].append(row)
@@ -102,36 +105,46 @@ def feature_rows(judge: FaithfulnessJudge, answer: dict[str, Any], verdicts: lis
     return out
 
 
+def done_ids(out: Path) -> set[str]:
+    """Statement ids already in the features file (a run resumes)."""
+    if not out.is_file():
+        return set()
+    return {json.loads(line)["statement_id"] for line in out.read_text().splitlines() if line.strip()}
+
+
+def write_features(judge: FaithfulnessJudge, llm: Any, answers: list[dict[str, Any]], out: Path) -> float:
+    """Judge each answer not yet in `out` and append its rows (flushed per answer); the seconds spent."""
+    done = done_ids(out)
+    todo = [a for a in answers if not all(statement_id(r) in done for r in a["rows"])]
+    out.parent.mkdir(parents=True, exist_ok=True)
+    total = 0.0
+    for n, answer in enumerate(todo, start=1):
+        verdicts, seconds, _ = judge_answer(llm, judge.verifier, answer)
+        total += seconds
+        with out.open("a") as f:
+            f.writelines(json.dumps(row) + "\n" for row in feature_rows(judge, answer, verdicts, seconds))
+        print(f"[{n}/{len(todo)}] {answer['id']}: {len(answer['rows'])} statements, {seconds:.1f} s "
+              f"(mean {total / n:.1f} s per answer)", file=sys.stderr, flush=True)
+    return total
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("statements", type=Path, help="statements JSONL (item_id, question, contexts, ...)")
     parser.add_argument("--out", type=Path, required=True, help="features JSONL; answers already there are skipped")
     parser.add_argument("--config", type=Path, default=ROOT / "configs" / "evaluate.yaml",
                         help="the evaluation config whose judges section builds the judge (default: the shipped one)")
-    parser.add_argument("--limit", type=int, help="judge at most this many answers not yet done")
+    parser.add_argument("--system", help="the system of rows that name none (e.g. S0 for the shipped dev set)")
     args = parser.parse_args(argv)
 
-    answers = load_answers(args.statements)
-    done: set[str] = set()
-    if args.out.is_file():
-        done = {json.loads(line)["statement_id"] for line in args.out.read_text().splitlines() if line.strip()}
-    todo = [a for a in answers if not all(statement_id(r) in done for r in a["rows"])][: args.limit]
-    print(f"{len(answers)} answers, {len(todo)} to judge", file=sys.stderr, flush=True)
+    answers = load_answers(args.statements, args.system)
     judge, llm = shipped_judge(args.config)
     if judge.model and judge.model.startswith("local/"):
         from ragwatch.llm import local
 
         local.load(judge.model.removeprefix("local/"))  # load outside the timing
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    total = 0.0
-    for n, answer in enumerate(todo, start=1):
-        verdicts, seconds, _ = judge_answer(llm, judge.verifier, answer)
-        total += seconds
-        with args.out.open("a") as f:
-            for row in feature_rows(judge, answer, verdicts, seconds):
-                f.write(json.dumps(row) + "\n")
-        print(f"[{n}/{len(todo)}] {answer['id']}: {len(answer['rows'])} statements, {seconds:.1f} s "
-              f"(mean {total / n:.1f} s per answer)", file=sys.stderr, flush=True)
+    total = write_features(judge, llm, answers, args.out)
+    print(f"{len(answers)} answers in {args.statements}; judged now in {total:.0f} s", file=sys.stderr)
     return 0
 
 
