@@ -64,12 +64,26 @@ def make_verifier(name: str) -> Any:
 
 def judge_answer(llm: Any, verifier: Any, answer: dict[str, Any]) -> tuple[list[StatementVerdict], float, int]:
     """One answer's statements judged together as the product does (one plan): verdicts, seconds, prompt tokens."""
+    ((verdicts, prompt_tokens),), seconds = judge_batch(llm, verifier, [answer])
+    return verdicts, seconds, prompt_tokens
+
+
+def judge_batch(llm: Any, verifier: Any, answers: Sequence[dict[str, Any]]
+                ) -> tuple[list[tuple[list[StatementVerdict], int]], float]:
+    """Several answers' plans gathered into one run, as the judge step gathers its items (the local
+    model decodes them together up to the client's concurrency): per answer (verdicts, prompt tokens),
+    and the wall seconds of the whole batch."""
     start = time.perf_counter()
-    outcome, gens = drive(gather({"a": verifier.plan(answer["contexts"], answer["statements"], answer["question"])}),
-                          llm)
+    outcome, gens = drive(gather({str(i): verifier.plan(a["contexts"], a["statements"], a["question"])
+                                  for i, a in enumerate(answers)}), llm)
     seconds = time.perf_counter() - start
-    verdicts: list[StatementVerdict] = outcome["a"][0] if isinstance(outcome["a"], tuple) else []
-    return verdicts, seconds, sum(g.prompt_tokens for g in gens)
+    out = []
+    for i in range(len(answers)):
+        result = outcome[str(i)]
+        out.append((result[0] if isinstance(result, tuple) else [], 0))
+    if len(answers) == 1:  # the prompt tokens of a batch cannot be told apart per answer
+        out[0] = (out[0][0], sum(g.prompt_tokens for g in gens))
+    return out, seconds
 
 
 def judge_answers(llm: Any, candidate: str, answers: list[dict[str, Any]], records: list[dict[str, Any]],

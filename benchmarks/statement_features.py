@@ -6,8 +6,10 @@ order, with the faithfulness judge exactly as the evaluation config builds it (j
 settings, `statements`/`verify` options, the shipped calibration of that model and prompt version).
 Writes one row per statement: the judge's P(yes), lexical support, the rule flags, the rule that
 decided, the verdict and P(supported) under the shipped calibration, and the seconds the answer's
-judge call took (`answer_seconds`; `seconds` is that shared evenly over its statements). Answers
-already in `--out` are skipped, so an interrupted run resumes. The LLM cache is off: seconds are real.
+judge call took (`answer_seconds`; `seconds` is that shared evenly over its statements). Answers are
+gathered `--batch` at a time (default: the judge client's concurrency, as the judge step gathers its
+items), so `answer_seconds` is a batch's wall time shared by its answers. Answers already in `--out`
+are skipped, so an interrupted run resumes. The LLM cache is off: seconds are real.
 
     python benchmarks/statement_features.py data/judge_dev/rag_statements/statements.jsonl \
         --out data/judge_dev/rag_statements/features.jsonl
@@ -24,7 +26,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from rag_statements import judge_answer  # noqa: E402
+from rag_statements import judge_batch  # noqa: E402
 
 from ragwatch.config import FullConfig  # noqa: E402
 from ragwatch.config_loader import load_config  # noqa: E402
@@ -71,7 +73,7 @@ def load_answers(path: Path, system: str | None = None) -> list[dict[str, Any]]:
 def shipped_judge(config_path: Path) -> tuple[FaithfulnessJudge, Any]:
     """The faithfulness judge as `run.py evaluate` builds it from `config_path`, and its client (cache off)."""
     judges = load_config(config_path, FullConfig).evaluate.judges
-    settings = judges.llm.model_copy(update={"cache": False, "concurrency": 1, "timeout_s": 1800})
+    settings = judges.llm.model_copy(update={"cache": False, "timeout_s": 1800})
     llm = LLMClient(settings)
     config = judges.model_copy(update={"enabled": ["faithfulness"], "llm": settings})
     (judge,) = build_judges(config, llm)
@@ -112,19 +114,25 @@ def done_ids(out: Path) -> set[str]:
     return {json.loads(line)["statement_id"] for line in out.read_text().splitlines() if line.strip()}
 
 
-def write_features(judge: FaithfulnessJudge, llm: Any, answers: list[dict[str, Any]], out: Path) -> float:
-    """Judge each answer not yet in `out` and append its rows (flushed per answer); the seconds spent."""
+def write_features(judge: FaithfulnessJudge, llm: Any, answers: list[dict[str, Any]], out: Path,
+                   batch: int = 1) -> float:
+    """Judge the answers not yet in `out`, `batch` at a time, appending their rows (flushed per batch);
+    the seconds spent. A batch's wall time is shared evenly by its answers (`answer_seconds`)."""
     done = done_ids(out)
     todo = [a for a in answers if not all(statement_id(r) in done for r in a["rows"])]
     out.parent.mkdir(parents=True, exist_ok=True)
     total = 0.0
-    for n, answer in enumerate(todo, start=1):
-        verdicts, seconds, _ = judge_answer(llm, judge.verifier, answer)
+    for start in range(0, len(todo), batch):
+        chunk = todo[start:start + batch]
+        results, seconds = judge_batch(llm, judge.verifier, chunk)
         total += seconds
         with out.open("a") as f:
-            f.writelines(json.dumps(row) + "\n" for row in feature_rows(judge, answer, verdicts, seconds))
-        print(f"[{n}/{len(todo)}] {answer['id']}: {len(answer['rows'])} statements, {seconds:.1f} s "
-              f"(mean {total / n:.1f} s per answer)", file=sys.stderr, flush=True)
+            for answer, (verdicts, _) in zip(chunk, results, strict=True):
+                rows = feature_rows(judge, answer, verdicts, seconds / len(chunk))
+                f.writelines(json.dumps({**row, "batch": len(chunk)}) + "\n" for row in rows)
+        n = start + len(chunk)
+        print(f"[{n}/{len(todo)}] {len(chunk)} answers in {seconds:.1f} s (mean {total / n:.1f} s per answer)",
+              file=sys.stderr, flush=True)
     return total
 
 
@@ -135,6 +143,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--config", type=Path, default=ROOT / "configs" / "evaluate.yaml",
                         help="the evaluation config whose judges section builds the judge (default: the shipped one)")
     parser.add_argument("--system", help="the system of rows that name none (e.g. S0 for the shipped dev set)")
+    parser.add_argument("--batch", type=int, help="answers judged together (default: the judge LLM's concurrency, "
+                        "as the judge step gathers its items; 1: one at a time)")
     args = parser.parse_args(argv)
 
     answers = load_answers(args.statements, args.system)
@@ -143,7 +153,7 @@ def main(argv: list[str] | None = None) -> int:
         from ragwatch.llm import local
 
         local.load(judge.model.removeprefix("local/"))  # load outside the timing
-    total = write_features(judge, llm, answers, args.out)
+    total = write_features(judge, llm, answers, args.out, batch=args.batch or llm.settings.concurrency)
     print(f"{len(answers)} answers in {args.statements}; judged now in {total:.0f} s", file=sys.stderr)
     return 0
 

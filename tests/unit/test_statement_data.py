@@ -91,6 +91,11 @@ def test_features_per_statement_in_order_resuming(fake_server, tmp_path) -> None
     assert calls == 2  # one call per answer
     statement_features.write_features(verifier_judge, llm, loaded, out)
     assert len(server.requests) == calls and len(out.read_text().splitlines()) == 4
+    together = tmp_path / "batched.jsonl"  # both answers gathered in one run, as the judge step does
+    statement_features.write_features(verifier_judge, llm, loaded, together, batch=2)
+    batched = {f["statement_id"]: f for f in map(json.loads, together.read_text().splitlines())}
+    assert {i: f["verdict"] for i, f in batched.items()} == {f["statement_id"]: f["verdict"] for f in feats}
+    assert {f["batch"] for f in batched.values()} == {2} and len(server.requests) == calls + 2
 
 
 def test_rows_without_a_system_or_an_id_get_them() -> None:
