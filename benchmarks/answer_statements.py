@@ -1,8 +1,11 @@
-"""An evaluation run's answers as statements, split exactly as the faithfulness judge splits them.
+"""A system's answers as statements, split exactly as the faithfulness judge splits them.
 
-Reads the `rag_answers` of an evaluation run (by default the newest) and its evaluation set, splits
-every answered item's answer into statements the way the configured faithfulness judge does with
-`statements: sentences` (`answer_statements`, at most `max_statements`), and writes one row per
+Reads the `rag_answers` of an evaluation run (by default the newest) and its evaluation set, or,
+with `--questions` (JSONL: id, question), has the system under test of `--config` answer them
+directly (the built-in system on the newest ingested index, retrieval and generation only: no
+evaluation set, no judges). Splits every answered item's answer into statements the way the
+configured faithfulness judge does with `statements: sentences` (`answer_statements`, at most
+`max_statements`), and writes one row per
 statement with the contexts exactly as the system returned them: statement_id, item_id, system,
 question, contexts, context_sources, answer, statement_index, statement. The rows are the input of
 `benchmarks/statement_features.py` and of a labelling packet (statement ids are opaque: a hash of
@@ -10,8 +13,9 @@ system, item and index). Answers that failed or are empty
 have no statements and are counted, not written.
 
     python run.py evaluate --config benchmarks/systems/top1.yaml
-    python benchmarks/answer_statements.py --system top1 --config benchmarks/systems/top1.yaml \
-        --out /tmp/faith/top1_statements.jsonl
+    python benchmarks/answer_statements.py --system S1 --config benchmarks/systems/top1.yaml --out S1.jsonl
+    python benchmarks/answer_statements.py --system S1 --config benchmarks/systems/top1.yaml \
+        --questions benchmarks/systems/questions.jsonl --out S1.jsonl
 """
 
 from __future__ import annotations
@@ -81,27 +85,51 @@ def run_outputs(run_name: str | None) -> tuple[Any, Any, Any]:
     return run, answers, eval_set
 
 
+def answer_directly(config: FullConfig, path: Path) -> tuple[list[Any], list[Any], dict[str, Any]]:
+    """The questions of `path` as samples, the configured system's answers, and the system's description."""
+    from zenml.client import Client
+
+    from ragwatch.evaluation import build_system
+    from ragwatch.indexing.embeddings import get_embedder
+    from ragwatch.types import EvalSample
+    from steps.inputs import INDEX_ARTIFACT
+
+    samples = [EvalSample(id=r["id"], question=r["question"])
+               for r in map(json.loads, path.read_text().splitlines()) if r.get("question")]
+    index = Client().get_artifact_version(INDEX_ARTIFACT).load()
+    rag, _ = build_system(config.evaluate.system, index, get_embedder(config.ingest.embedding))
+    return samples, rag.answer_many([s.question for s in samples]), rag.describe()
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--system", required=True, help="a short name of the system under test (in statement ids)")
     parser.add_argument("--config", type=Path, default=ROOT / "configs" / "evaluate.yaml",
                         help="the config the run used: its faithfulness options say how answers are split")
     parser.add_argument("--run", help="evaluation run name or id (default: the newest)")
+    parser.add_argument("--questions", type=Path, help="JSONL of id, question: answer them with the config's "
+                        "system instead of reading a run")
     parser.add_argument("--limit", type=int, help="at most this many answered items (in evaluation-set order)")
     parser.add_argument("--out", type=Path, required=True, help="statements JSONL")
     args = parser.parse_args(argv)
 
-    options = load_config(args.config, FullConfig).evaluate.judges.faithfulness
+    config = load_config(args.config, FullConfig)
+    options = config.evaluate.judges.faithfulness
     if options.statements != "sentences":
         raise SystemExit(f"{args.config}: faithfulness statements: {options.statements!r} splits with the judge; "
                          "this script reproduces `statements: sentences` only")
-    run, answers, eval_set = run_outputs(args.run)
-    rows, counts = statement_rows(args.system, generation_samples(eval_set.samples), answers.answers,
-                                  options.max_statements, args.limit)
+    if args.questions:
+        samples, answers, system = answer_directly(config, args.questions)
+        source = str(args.questions)
+    else:
+        run, answer_set, eval_set = run_outputs(args.run)
+        samples, answers, system, source = (generation_samples(eval_set.samples), answer_set.answers,
+                                            answer_set.system, f"run {run.name}")
+    rows, counts = statement_rows(args.system, samples, answers, options.max_statements, args.limit)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    print(f"run {run.name}: {counts['answered']} answered items -> {len(rows)} statements "
-          f"({counts['failed']} failed, {counts['empty']} empty); system {json.dumps(answers.system)}")
+    print(f"{source}: {counts['answered']} answered items -> {len(rows)} statements "
+          f"({counts['failed']} failed, {counts['empty']} empty); system {json.dumps(system)}")
     return 0
 
 
