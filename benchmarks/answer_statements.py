@@ -110,8 +110,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--questions", type=Path, help="JSONL of id, question: answer them with the config's "
                         "system instead of reading a run")
     parser.add_argument("--limit", type=int, help="at most this many answered items (in evaluation-set order)")
+    parser.add_argument("--threads", type=int, help="llama.cpp threads of a local model (default: the provider's; "
+                        "on a loaded machine 1 wastes less time waiting on descheduled threads)")
     parser.add_argument("--out", type=Path, required=True, help="statements JSONL")
     args = parser.parse_args(argv)
+    if args.threads:
+        from ragwatch.llm import local
+
+        local.N_THREADS = args.threads
 
     config = load_config(args.config, FullConfig)
     options = config.evaluate.judges.faithfulness

@@ -139,6 +139,8 @@ def write_features(judge: FaithfulnessJudge, llm: Any, answers: list[dict[str, A
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("statements", type=Path, help="statements JSONL (item_id, question, contexts, ...)")
+    parser.add_argument("--threads", type=int, help="llama.cpp threads of a local model (default: the provider's; "
+                        "on a loaded machine 1 wastes less time waiting on descheduled threads)")
     parser.add_argument("--out", type=Path, required=True, help="features JSONL; answers already there are skipped")
     parser.add_argument("--config", type=Path, default=ROOT / "configs" / "evaluate.yaml",
                         help="the evaluation config whose judges section builds the judge (default: the shipped one)")
@@ -146,6 +148,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--batch", type=int, help="answers judged together (default: the judge LLM's concurrency, "
                         "as the judge step gathers its items; 1: one at a time)")
     args = parser.parse_args(argv)
+    if args.threads:
+        from ragwatch.llm import local
+
+        local.N_THREADS = args.threads
 
     answers = load_answers(args.statements, args.system)
     judge, llm = shipped_judge(args.config)
