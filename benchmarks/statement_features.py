@@ -31,11 +31,14 @@ from rag_statements import judge_batch  # noqa: E402
 from ragwatch.config import FullConfig  # noqa: E402
 from ragwatch.config_loader import load_config  # noqa: E402
 from ragwatch.judges.config import build_judges  # noqa: E402
+from ragwatch.judges.evidence import bigram_support, makes_no_claim, missing_terms  # noqa: E402
 from ragwatch.judges.faithfulness import FaithfulnessJudge  # noqa: E402
-from ragwatch.judges.verify_evidence import features_of  # noqa: E402
+from ragwatch.judges.verify_evidence import ABSENT, NO_CLAIM, features_of  # noqa: E402
 from ragwatch.llm.client import LLMClient  # noqa: E402
+from ragwatch.statements import StatementVerdict  # noqa: E402
 
 LABELS = ("supported", "unsupported")
+NOT_JUDGED = "not judged (--no-judge): model-free features only"
 
 
 def statement_id(row: dict[str, Any]) -> str:
@@ -83,6 +86,17 @@ def shipped_judge(config_path: Path) -> tuple[FaithfulnessJudge, Any]:
     return judge, llm
 
 
+def model_free_verdicts(answer: dict[str, Any]) -> list[StatementVerdict]:
+    """What the verifier knows of each statement before it asks the model: lexical support and its rules."""
+    out = []
+    for statement in answer["statements"]:
+        absent = sorted(missing_terms(statement, answer["contexts"]))
+        rule = NO_CLAIM if makes_no_claim(statement) else (f"{ABSENT}: {', '.join(absent[:5])}" if absent else None)
+        out.append(StatementVerdict(statement=statement, verdict=None, rule=rule, missing_terms=absent,
+                                    lexical_support=bigram_support(statement, answer["contexts"]), error=NOT_JUDGED))
+    return out
+
+
 def feature_rows(judge: FaithfulnessJudge, answer: dict[str, Any], verdicts: list[Any],
                  seconds: float) -> list[dict[str, Any]]:
     """One output row per statement of the answer."""
@@ -96,7 +110,8 @@ def feature_rows(judge: FaithfulnessJudge, answer: dict[str, Any], verdicts: lis
             "statement_index": row["statement_index"], "statement": row["statement"],
             "label": row.get("label") if row.get("label") in LABELS else None,
             "p_judge": feats.get("p_judge"), "lexical": feats.get("lexical"), "no_claim": feats.get("no_claim"),
-            "uncited": feats.get("uncited"), "missing_terms": feats.get("missing_terms"),
+            "uncited": None if v is None or v.error == NOT_JUDGED else feats.get("uncited"),
+            "missing_terms": feats.get("missing_terms"),
             "absent_terms": feats.get("absent_terms"), "rule": v.rule if v is not None else None,
             "verdict": v.verdict if v is not None else None, "p_supported": v.p_supported if v is not None else None,
             "threshold": v.threshold if v is not None else None,
@@ -115,7 +130,7 @@ def done_ids(out: Path) -> set[str]:
 
 
 def write_features(judge: FaithfulnessJudge, llm: Any, answers: list[dict[str, Any]], out: Path,
-                   batch: int = 1) -> float:
+                   batch: int = 1, *, no_judge: bool = False) -> float:
     """Judge the answers not yet in `out`, `batch` at a time, appending their rows (flushed per batch);
     the seconds spent. A batch's wall time is shared evenly by its answers (`answer_seconds`)."""
     done = done_ids(out)
@@ -124,7 +139,8 @@ def write_features(judge: FaithfulnessJudge, llm: Any, answers: list[dict[str, A
     total = 0.0
     for start in range(0, len(todo), batch):
         chunk = todo[start:start + batch]
-        results, seconds = judge_batch(llm, judge.verifier, chunk)
+        results, seconds = (([(model_free_verdicts(a), 0) for a in chunk], 0.0) if no_judge
+                            else judge_batch(llm, judge.verifier, chunk))
         total += seconds
         with out.open("a") as f:
             for answer, (verdicts, _) in zip(chunk, results, strict=True):
@@ -142,6 +158,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, help="llama.cpp threads of a local model (default: the provider's; "
                         "on a loaded machine 1 wastes less time waiting on descheduled threads)")
     parser.add_argument("--out", type=Path, required=True, help="features JSONL; answers already there are skipped")
+    parser.add_argument("--no-judge", action="store_true", help="only the model-free features (lexical support, "
+                        "the rules), no model call: p_judge, verdict and P(supported) are null")
     parser.add_argument("--config", type=Path, default=ROOT / "configs" / "evaluate.yaml",
                         help="the evaluation config whose judges section builds the judge (default: the shipped one)")
     parser.add_argument("--system", help="the system of rows that name none (e.g. S0 for the shipped dev set)")
@@ -155,11 +173,12 @@ def main(argv: list[str] | None = None) -> int:
 
     answers = load_answers(args.statements, args.system)
     judge, llm = shipped_judge(args.config)
-    if judge.model and judge.model.startswith("local/"):
+    if judge.model and judge.model.startswith("local/") and not args.no_judge:
         from ragwatch.llm import local
 
         local.load(judge.model.removeprefix("local/"))  # load outside the timing
-    total = write_features(judge, llm, answers, args.out, batch=args.batch or llm.settings.concurrency)
+    total = write_features(judge, llm, answers, args.out, batch=args.batch or llm.settings.concurrency,
+                           no_judge=args.no_judge)
     print(f"{len(answers)} answers in {args.statements}; judged now in {total:.0f} s", file=sys.stderr)
     return 0
 

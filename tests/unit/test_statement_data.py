@@ -98,6 +98,21 @@ def test_features_per_statement_in_order_resuming(fake_server, tmp_path) -> None
     assert {f["batch"] for f in batched.values()} == {2} and len(server.requests) == calls + 2
 
 
+def test_model_free_features_need_no_call(tmp_path) -> None:
+    samples, answers = _answers()
+    rows, _ = answer_statements.statement_rows("S1", samples, answers, max_statements=4)
+    loaded = statement_features.load_answers(_write(tmp_path / "s.jsonl", rows))
+    judge = FaithfulnessJudge(object(), statements="sentences")  # never called
+    out = tmp_path / "f.jsonl"
+    statement_features.write_features(judge, None, loaded, out, batch=4, no_judge=True)
+    listed = [json.loads(line) for line in out.read_text().splitlines()]
+    feats = {f["statement"]: f for f in listed}  # the two answers' common statement has the same features
+    assert len(listed) == 4 and all(f["p_judge"] is None and f["verdict"] is None for f in feats.values())
+    assert feats["Berlin has 7 museums."]["absent_terms"] and feats["Berlin has 7 museums."]["missing_terms"] >= 1
+    assert feats["Paris is the capital of France."]["lexical"] == 1.0
+    assert all(f["uncited"] is None and f["error"] == statement_features.NOT_JUDGED for f in listed)
+
+
 def test_rows_without_a_system_or_an_id_get_them() -> None:
     row = {"item_id": "zenml-qa-4", "statement_index": 2}
     assert statement_features.statement_id(row) == "zenml-qa-4#2"
