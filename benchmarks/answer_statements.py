@@ -85,8 +85,10 @@ def run_outputs(run_name: str | None) -> tuple[Any, Any, Any]:
     return run, answers, eval_set
 
 
-def answer_directly(config: FullConfig, path: Path) -> tuple[list[Any], list[Any], dict[str, Any]]:
-    """The questions of `path` as samples, the configured system's answers, and the system's description."""
+def answer_directly(config: FullConfig, path: Path, out: Path, system: str, chunk: int = 4,
+                    limit: int | None = None) -> tuple[dict[str, int], dict[str, Any]]:
+    """Answer the questions of `path` with the configured system, `chunk` at a time, appending each chunk's
+    statements to `out` (a run resumes: questions already there are skipped); counts and the system."""
     from zenml.client import Client
 
     from ragwatch.evaluation import build_system
@@ -94,11 +96,24 @@ def answer_directly(config: FullConfig, path: Path) -> tuple[list[Any], list[Any
     from ragwatch.types import EvalSample
     from steps.inputs import INDEX_ARTIFACT
 
+    options = config.evaluate.judges.faithfulness
     samples = [EvalSample(id=r["id"], question=r["question"])
-               for r in map(json.loads, path.read_text().splitlines()) if r.get("question")]
+               for r in map(json.loads, path.read_text().splitlines()) if r.get("question")][:limit]
+    done = {json.loads(line)["item_id"] for line in out.read_text().splitlines()} if out.is_file() else set()
+    todo = [s for s in samples if s.id not in done]
     index = Client().get_artifact_version(INDEX_ARTIFACT).load()
     rag, _ = build_system(config.evaluate.system, index, get_embedder(config.ingest.embedding))
-    return samples, rag.answer_many([s.question for s in samples]), rag.describe()
+    totals = {"answered": 0, "failed": 0, "empty": 0}
+    out.parent.mkdir(parents=True, exist_ok=True)
+    for start in range(0, len(todo), chunk):
+        part = todo[start:start + chunk]
+        rows, counts = statement_rows(system, part, rag.answer_many([s.question for s in part]),
+                                      options.max_statements)
+        with out.open("a") as f:
+            f.writelines(json.dumps(r) + "\n" for r in rows)
+        totals = {k: totals[k] + counts[k] for k in totals}
+        print(f"{start + len(part)}/{len(todo)} questions answered", file=sys.stderr, flush=True)
+    return totals, rag.describe()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -124,18 +139,19 @@ def main(argv: list[str] | None = None) -> int:
     if options.statements != "sentences":
         raise SystemExit(f"{args.config}: faithfulness statements: {options.statements!r} splits with the judge; "
                          "this script reproduces `statements: sentences` only")
-    if args.questions:
-        samples, answers, system = answer_directly(config, args.questions)
-        source = str(args.questions)
-    else:
-        run, answer_set, eval_set = run_outputs(args.run)
-        samples, answers, system, source = (generation_samples(eval_set.samples), answer_set.answers,
-                                            answer_set.system, f"run {run.name}")
-    rows, counts = statement_rows(args.system, samples, answers, options.max_statements, args.limit)
+    if args.questions:  # appended chunk by chunk: an interrupted run keeps what it answered
+        counts, system = answer_directly(config, args.questions, args.out, args.system, limit=args.limit)
+        rows = [json.loads(line) for line in args.out.read_text().splitlines()]
+        print(f"{args.questions}: {counts['answered']} answered items now, {len(rows)} statements in {args.out} "
+              f"({counts['failed']} failed, {counts['empty']} empty); system {json.dumps(system)}")
+        return 0
+    run, answer_set, eval_set = run_outputs(args.run)
+    rows, counts = statement_rows(args.system, generation_samples(eval_set.samples), answer_set.answers,
+                                  options.max_statements, args.limit)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    print(f"{source}: {counts['answered']} answered items -> {len(rows)} statements "
-          f"({counts['failed']} failed, {counts['empty']} empty); system {json.dumps(system)}")
+    print(f"run {run.name}: {counts['answered']} answered items -> {len(rows)} statements "
+          f"({counts['failed']} failed, {counts['empty']} empty); system {json.dumps(answer_set.system)}")
     return 0
 
 
