@@ -62,6 +62,30 @@ def make_verifier(name: str) -> Any:
     raise ValueError(f"unknown candidate {name!r}: windows, evidence<k>, missing<k>")
 
 
+def judge_answer(llm: Any, verifier: Any, answer: dict[str, Any]) -> tuple[list[StatementVerdict], float, int]:
+    """One answer's statements judged together as the product does (one plan): verdicts, seconds, prompt tokens."""
+    ((verdicts, prompt_tokens),), seconds = judge_batch(llm, verifier, [answer])
+    return verdicts, seconds, prompt_tokens
+
+
+def judge_batch(llm: Any, verifier: Any, answers: Sequence[dict[str, Any]]
+                ) -> tuple[list[tuple[list[StatementVerdict], int]], float]:
+    """Several answers' plans gathered into one run, as the judge step gathers its items (the local
+    model decodes them together up to the client's concurrency): per answer (verdicts, prompt tokens),
+    and the wall seconds of the whole batch."""
+    start = time.perf_counter()
+    outcome, gens = drive(gather({str(i): verifier.plan(a["contexts"], a["statements"], a["question"])
+                                  for i, a in enumerate(answers)}), llm)
+    seconds = time.perf_counter() - start
+    out = []
+    for i in range(len(answers)):
+        result = outcome[str(i)]
+        out.append((result[0] if isinstance(result, tuple) else [], 0))
+    if len(answers) == 1:  # the prompt tokens of a batch cannot be told apart per answer
+        out[0] = (out[0][0], sum(g.prompt_tokens for g in gens))
+    return out, seconds
+
+
 def judge_answers(llm: Any, candidate: str, answers: list[dict[str, Any]], records: list[dict[str, Any]],
                   save: Callable[[], None]) -> None:
     """Judge every answer not yet in `records`, one at a time: per-statement features, seconds, tokens."""
@@ -70,12 +94,7 @@ def judge_answers(llm: Any, candidate: str, answers: list[dict[str, Any]], recor
     for answer in answers:
         if answer["id"] in done:
             continue
-        start = time.perf_counter()
-        outcome, gens = drive(gather({"a": verifier.plan(answer["contexts"], answer["statements"],
-                                                         answer["question"])}), llm)
-        seconds = time.perf_counter() - start
-        verdicts: list[StatementVerdict] = outcome["a"][0] if isinstance(outcome["a"], tuple) else []
-        prompt_tokens = sum(g.prompt_tokens for g in gens)
+        verdicts, seconds, prompt_tokens = judge_answer(llm, verifier, answer)
         for k, label in enumerate(answer["labels"]):
             v = verdicts[k] if k < len(verdicts) else None
             feats = features_of(v) if v is not None else {}
