@@ -10,6 +10,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from ragwatch.rag.tracing import TraceSettings
 from ragwatch.types import RagAnswer, RetrievedContext
 
 RetrievalMode = Literal["vector", "bm25", "hybrid"]
@@ -101,6 +102,8 @@ class RagSettings(BaseModel):
     """kind callable: `package.module:function` taking a question."""
     http: HttpSettings | None = None
     """kind http: the endpoint and the shape of its request and reply."""
+    trace: TraceSettings | None = None
+    """Built-in system: send each answer to Phoenix (OTLP/HTTP) as an OpenInference trace; off when null."""
 
     @field_validator("top_k", "max_context_chars")
     @classmethod

@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     from ragwatch.indexing.embeddings import Embedder
     from ragwatch.indexing.index import Index
     from ragwatch.llm.client import LLMClient
+    from ragwatch.rag.tracing import AnswerTracer
 
 
 def _fence(text: str) -> str:
@@ -60,6 +61,11 @@ class BuiltinRAG:
                 "built with): pass embedder=get_embedder(...), or use retrieval_mode='bm25'"
             )
         self.index, self.embedder, self.llm = index, embedder, llm
+        self.tracer: AnswerTracer | None = None
+        if self.settings.trace is not None:  # answers sent to Phoenix as OpenInference traces
+            from ragwatch.rag.tracing import AnswerTracer
+
+            self.tracer = AnswerTracer(self.settings.trace, self.fingerprint()[:12], llm.settings.model)
 
     def retrieve_many(self, questions: list[str], k: int | None = None,
                       mode: RetrievalMode | None = None) -> list[list[SearchHit]]:
@@ -78,7 +84,7 @@ class BuiltinRAG:
         questions = check_questions(questions)
         if not questions:
             return []
-        started = time.perf_counter()
+        started, started_ns = time.perf_counter(), time.time_ns()
         rankings = self.retrieve_many(questions)
         retrieval_s = (time.perf_counter() - started) / len(questions)
         prompts, shown = [], []
@@ -91,7 +97,7 @@ class BuiltinRAG:
         if supports_logprobs(self.llm.settings):  # answer confidence at no extra call
             overrides.setdefault("logprobs", True)
         generations = self.llm.generate_many(prompts, desc="rag answers", **overrides)
-        return [
+        answers = [
             RagAnswer(
                 question=question,
                 answer=gen.text if gen.ok else "",
@@ -102,6 +108,9 @@ class BuiltinRAG:
             )
             for question, used, gen in zip(questions, shown, generations, strict=True)
         ]
+        if self.tracer is not None:
+            self.tracer.trace_batch(prompts, answers, generations, started_ns, retrieval_s * len(questions))
+        return answers
 
     def describe(self) -> dict[str, Any]:
         llm = self.llm.settings
