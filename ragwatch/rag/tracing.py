@@ -66,6 +66,27 @@ def _import_otel() -> tuple[Any, ...]:
             TracerProvider, BatchSpanProcessor)
 
 
+class _ReportingExporter:
+    """The OTLP exporter, plus a ragwatch warning (and a count) for each batch the collector did not take."""
+
+    def __init__(self, inner: Any, endpoint: str) -> None:
+        self.inner, self.endpoint, self.failed_spans = inner, endpoint, 0
+
+    def export(self, spans: Sequence[Any]) -> Any:
+        result = self.inner.export(spans)
+        if result.name == "FAILURE":
+            self.failed_spans += len(spans)
+            log.warning("tracing: %d spans not delivered to %s (is `phoenix serve` running there?); "
+                        "the answers are unaffected", len(spans), self.endpoint)
+        return result
+
+    def shutdown(self) -> None:
+        self.inner.shutdown()
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        return self.inner.force_flush(timeout_millis)
+
+
 class AnswerTracer:
     """One tracer provider per system; `trace_batch` sends a batch's answers and flushes them."""
 
@@ -75,8 +96,9 @@ class AnswerTracer:
         self.settings, self.system_version, self.model_name = settings, system_version, model_name
         self.provider = provider_cls(resource=resource.create({
             resource_attrs.PROJECT_NAME: settings.project, "service.name": "ragwatch-builtin-rag"}))
-        self.provider.add_span_processor(processor(exporter(endpoint=settings.otlp_endpoint,
-                                                            timeout=settings.timeout_s)))
+        self.exporter = _ReportingExporter(exporter(endpoint=settings.otlp_endpoint, timeout=settings.timeout_s),
+                                           settings.otlp_endpoint)
+        self.provider.add_span_processor(processor(self.exporter))
         self.tracer = self.provider.get_tracer("ragwatch.rag.tracing")
 
     def trace_batch(self, prompts: Sequence[str], answers: Sequence[RagAnswer],
