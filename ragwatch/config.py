@@ -162,7 +162,7 @@ def system_fingerprint(system: SystemUnderTest, embedding: EmbeddingSettings, ch
         include={"model", "api_base", "temperature", "max_tokens", "seed"}
     )
     canonical = {
-        "rag": system.rag.model_dump(mode="json"),
+        "rag": system.rag.model_dump(mode="json", exclude={"trace"}),  # where answers are traced: not the system
         "generator": generator,
         "embedding": embedding.model_dump(mode="json", include={"model", "api_base"}),
         "chunking": chunking.model_dump(mode="json"),

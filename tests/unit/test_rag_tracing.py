@@ -144,3 +144,12 @@ def test_opentelemetry_is_imported_only_when_tracing_is_on():
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]"
+
+
+def test_tracing_leaves_the_configs_system_fingerprint_alone():
+    from ragwatch.config import FullConfig, system_fingerprint
+
+    config = FullConfig()
+    plain = system_fingerprint(config.evaluate.system, config.ingest.embedding, config.ingest.chunking)
+    config.evaluate.system.rag.trace = TraceSettings(otlp_endpoint="http://127.0.0.1:6006/v1/traces")
+    assert system_fingerprint(config.evaluate.system, config.ingest.embedding, config.ingest.chunking) == plain
