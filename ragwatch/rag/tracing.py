@@ -29,6 +29,10 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+# traces sent per flush: 3 spans each stay well inside the batch processor's queue (2048 spans), which
+# drops spans beyond it, so a batch of thousands of answers is sent in slices
+FLUSH_EVERY = 200
+
 
 class TraceSettings(BaseModel):
     """Send each answer of the built-in system to an OpenTelemetry collector (Phoenix) as an OpenInference trace."""
@@ -107,11 +111,15 @@ class AnswerTracer:
         concurrently after it, so every retriever span covers the batch's search and every LLM span starts
         when it ended and lasts that call's latency."""
         retrieved_ns = start_ns + int(retrieval_s * 1e9)
-        for prompt, answer, gen in zip(prompts, answers, generations, strict=True):
+        for n, (prompt, answer, gen) in enumerate(zip(prompts, answers, generations, strict=True), start=1):
             self._trace_one(prompt, answer, gen, start_ns, retrieved_ns)
+            if n % FLUSH_EVERY == 0 or n == len(answers):
+                self._flush()
+
+    def _flush(self) -> None:
         if not self.provider.force_flush(timeout_millis=int(self.settings.timeout_s * 1000)):
-            log.warning("tracing: %d traces not confirmed sent to %s within %.0f s", len(answers),
-                        self.settings.otlp_endpoint, self.settings.timeout_s)
+            log.warning("tracing: spans not confirmed sent to %s within %.0f s", self.settings.otlp_endpoint,
+                        self.settings.timeout_s)
 
     def _trace_one(self, prompt: str, answer: RagAnswer, gen: Generation, start_ns: int,
                    retrieved_ns: int) -> None:

@@ -153,3 +153,11 @@ def test_tracing_leaves_the_configs_system_fingerprint_alone():
     plain = system_fingerprint(config.evaluate.system, config.ingest.embedding, config.ingest.chunking)
     config.evaluate.system.rag.trace = TraceSettings(otlp_endpoint="http://127.0.0.1:6006/v1/traces")
     assert system_fingerprint(config.evaluate.system, config.ingest.embedding, config.ingest.chunking) == plain
+
+
+def test_a_large_batch_is_sent_in_slices_and_loses_no_span(index, collector, monkeypatch):
+    monkeypatch.setattr("ragwatch.rag.tracing.FLUSH_EVERY", 2)  # the batch processor's queue is bounded
+    questions = ["What is a stack?", "What is a pipeline?", "How do I register a secret?"]
+    _rag(index, collector.url).answer_many(questions, mock_response="An answer.")
+    spans, _ = collector.spans()
+    assert len(collector.bodies) == 2 and len(spans) == 9  # flushed after answers 2 and 3
