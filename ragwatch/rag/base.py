@@ -12,6 +12,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from ragwatch.rag.tracing import TraceSettings
 from ragwatch.types import RagAnswer, RetrievedContext
 
 RetrievalMode = Literal["vector", "bm25", "hybrid"]
@@ -114,6 +115,8 @@ class RagSettings(BaseModel):
     cache_key: str | None = None
     """callable / http: your system's version (a release, a model version); set, answers are cached per
     version; unset, the system is asked on every evaluate."""
+    trace: TraceSettings | None = None
+    """Built-in system: send each answer to Phoenix (OTLP/HTTP) as an OpenInference trace; off when null."""
 
     @field_validator("top_k", "max_context_chars")
     @classmethod

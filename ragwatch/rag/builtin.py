@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from ragwatch.indexing.embeddings import Embedder
     from ragwatch.indexing.index import Index
     from ragwatch.llm.client import LLMClient
+    from ragwatch.rag.tracing import AnswerTracer
 
 
 def _fence(text: str) -> str:
@@ -69,6 +70,11 @@ class BuiltinRAG:
             )
         self.index, self.embedder, self.llm = index, embedder, llm
         self._log = CallLog("builtin")
+        self.tracer: AnswerTracer | None = None
+        if self.settings.trace is not None:  # answers sent to Phoenix as OpenInference traces
+            from ragwatch.rag.tracing import AnswerTracer
+
+            self.tracer = AnswerTracer(self.settings.trace, self.fingerprint()[:12], llm.settings.model)
 
     def retrieve_many(self, questions: list[str], k: int | None = None,
                       mode: RetrievalMode | None = None) -> list[list[SearchHit]]:
@@ -87,7 +93,7 @@ class BuiltinRAG:
         questions = check_questions(questions)
         if not questions:
             return []
-        started = time.perf_counter()
+        started, started_ns = time.perf_counter(), time.time_ns()
         rankings = self.retrieve_many(questions)
         retrieval_s = (time.perf_counter() - started) / len(questions)
         prompts, shown = [], []
@@ -108,7 +114,7 @@ class BuiltinRAG:
             else:
                 self._log.count("errors")
                 self._log.question(_failure_kind(gen.error or ""), gen.error or "")
-        return [
+        answers = [
             RagAnswer(
                 question=question,
                 answer=gen.text if gen.ok else "",
@@ -119,6 +125,9 @@ class BuiltinRAG:
             )
             for question, used, gen in zip(questions, shown, generations, strict=True)
         ]
+        if self.tracer is not None:
+            self.tracer.trace_batch(prompts, answers, generations, started_ns, retrieval_s * len(questions))
+        return answers
 
     def calls(self) -> SystemCalls:
         """The generations and failed generations of the last `answer_many` (the LLM client's own

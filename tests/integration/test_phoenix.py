@@ -1,6 +1,7 @@
 """The Phoenix round trip with the real server: `phoenix serve` on 127.0.0.1 (SQLite in a temp
-directory), logged answers sent to it as OpenInference traces, `python run.py monitor` pulling a window
-of spans through Phoenix's REST API, evaluating them and writing its verdicts back as span annotations.
+directory), answers sent to it as OpenInference traces (a logged file through the script, and the
+built-in system itself, traced as it answers), `python run.py monitor` pulling a window of spans through
+Phoenix's REST API, evaluating them and writing its verdicts back as span annotations.
 
 Phoenix lives in its own venv (requirements/phoenix.txt): `RAGWATCH_PHOENIX_PYTHON` names its python
 (default: `.phoenix-venv/bin/python` in the checkout). Skipped, with how to install it, when it is absent.
@@ -13,6 +14,7 @@ import os
 import socket
 import subprocess
 import time
+import urllib.error
 import urllib.request
 from pathlib import Path
 
@@ -20,6 +22,13 @@ import pytest
 import yaml
 
 import run
+from ragwatch.indexing.index import Index
+from ragwatch.llm import LLMClient, LLMSettings
+from ragwatch.rag import BuiltinRAG, RagSettings
+from ragwatch.rag.tracing import TraceSettings
+from ragwatch.types import Chunk
+from tests.fake_llm_server import FakeLLMServer
+from tests.unit.test_rag import HashEmbedder
 
 ROOT = Path(__file__).resolve().parents[2]
 LOG = ROOT / "tests" / "data" / "logs" / "answers.jsonl"
@@ -94,3 +103,74 @@ def test_phoenix_round_trip(phoenix, tmp_path, capsys):
     annotations = _get(f"{phoenix}/v1/projects/ragwatch-test/span_annotations?{query}")["data"]
     assert len(annotations) == 3 and {a["name"] for a in annotations} == {"ragwatch"}
     assert all("unpaired" in a["result"]["explanation"] for a in annotations)
+
+
+DOCS = {
+    "stacks.md": "A ZenML stack is the set of tools a pipeline runs on: an orchestrator and an artifact store.",
+    "models.md": "A model version groups the artifacts and metadata of one trained system.",
+    "cache.md": "Step caching reuses the outputs of a step whose code and inputs did not change.",
+}
+
+
+def _spans(url: str, project: str) -> list[dict]:
+    try:
+        return _get(f"{url}/v1/projects/{project}/spans?limit=1000")["data"]
+    except urllib.error.HTTPError as exc:
+        if exc.code == 404:  # Phoenix creates the project with its first span
+            return []
+        raise
+
+
+@pytest.mark.integration
+@pytest.mark.slow
+def test_builtin_system_traces_reach_phoenix_and_monitor_annotates_them(phoenix, tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("RAGWATCH_CACHE_DIR", str(tmp_path / "cache"))  # every answer generated, none cached
+    chunks = [Chunk(id=f"c-{name}", document_id=name, source=name, text=text, start=0, end=len(text))
+              for name, text in DOCS.items()]
+    index = Index.build(chunks, HashEmbedder())
+    questions = ["What is a ZenML stack?", "What does a model version group?", "When is a step cached?"]
+    project = "ragwatch-live"
+    with FakeLLMServer(responder=lambda body: "From the context: " + body["messages"][-1]["content"][-60:]) as llm:
+        settings = LLMSettings(model="openai/fake-model", api_base=llm.base_url, max_retries=1)
+        trace = TraceSettings(otlp_endpoint=f"{phoenix}/v1/traces", project=project)
+        rag = BuiltinRAG(index, None, LLMClient(settings), RagSettings(retrieval_mode="bm25", top_k=2, trace=trace))
+        answers = rag.answer_many(questions)
+        assert llm.calls == 3 and all(a.ok for a in answers)
+        for _ in range(40):  # spans reach Phoenix's database a moment after the exporter returns
+            if len(spans := _spans(phoenix, project)) >= 9:
+                break
+            time.sleep(0.5)
+        by_kind: dict[str, list[dict]] = {}
+        for span in spans:
+            by_kind.setdefault(span["span_kind"], []).append(span)
+        assert {k: len(v) for k, v in by_kind.items()} == {"CHAIN": 3, "RETRIEVER": 3, "LLM": 3}
+        roots = {s["attributes"]["input.value"]: s for s in by_kind["CHAIN"]}
+        assert set(roots) == set(questions)
+        for answer in answers:  # what Phoenix stored is what the system answered and retrieved
+            root = roots[answer.question]
+            assert root["attributes"]["output.value"] == answer.answer
+            retriever = next(s for s in by_kind["RETRIEVER"] if s["context"]["trace_id"] == root["context"]["trace_id"])
+            attributes = retriever["attributes"]  # flat, as Phoenix returns them
+            documents = [{k.split(".")[-1]: v for k, v in attributes.items()
+                          if k.startswith(f"retrieval.documents.{i}.")} for i in range(len(answer.contexts))]
+            assert answer.contexts and f"retrieval.documents.{len(answer.contexts)}.document.id" not in attributes
+            assert [d["id"] for d in documents] == [c.chunk_id for c in answer.contexts]
+            assert [d["score"] for d in documents] == pytest.approx([c.score for c in answer.contexts])
+            assert [d["content"] for d in documents] == [c.text for c in answer.contexts]
+        generate = by_kind["LLM"][0]["attributes"]
+        assert generate["llm.model_name"] == "openai/fake-model" and generate["llm.token_count.prompt"] > 0
+
+        config = tmp_path / "monitor.yaml"
+        source = {"format": "phoenix", "phoenix": {"url": phoenix, "project": project}}
+        config.write_text(yaml.safe_dump({"logs": source, "window": {"length": "1d", "budget": 50},
+                                          "reports_dir": str(tmp_path / "reports")}))
+        assert run.main(["monitor", "--config", str(config)]) == 0
+        assert llm.calls == 3  # the monitor evaluated the traced answers without generating any
+    out = capsys.readouterr().out
+    assert f"project {project}: 3 kept" in out, out
+    assert "generator: 0 calls" in out and "wrote the verdict of 3 traces back" in out
+    query = "&".join(f"span_ids={s['context']['span_id']}" for s in roots.values())
+    annotations = _get(f"{phoenix}/v1/projects/{project}/span_annotations?{query}")["data"]
+    assert len(annotations) == 3 and {a["name"] for a in annotations} == {"ragwatch"}
+    assert {a["span_id"] for a in annotations} == {s["context"]["span_id"] for s in roots.values()}
+    assert all(a["result"]["label"] in {"drift", "no drift", "undecided"} for a in annotations)
