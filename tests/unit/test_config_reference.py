@@ -44,8 +44,12 @@ def _blocks(model: type[BaseModel], seen: list) -> list:
 
 
 def test_every_key_is_described_and_listed():
-    page = _script().render()
+    # the committed page: the test above checks it is what a fresh process renders (this process holds
+    # judges other tests registered)
+    page = (ROOT / "docs" / "reference" / "config.md").read_text(encoding="utf-8")
     for model in _blocks(FullConfig, []):
+        if not model.__module__.startswith("ragwatch."):  # a judge some other test registered, not a user's
+            continue
         for name, field in model.model_fields.items():
             assert field.description, f"{model.__name__}.{name} has no description"
             assert f"| `{name}` |" in page, f"{model.__name__}.{name} is missing from the reference"

@@ -91,4 +91,6 @@ def test_run_py_config_show_on_the_bundled_config(capsys):
     assert run.main(["config", "show", "evaluate"]) == 0
     out = capsys.readouterr().out
     assert "evaluate.system.rag.top_k" in out and "configs/evaluate.yaml" in out
-    assert "configs/llm.yaml" in out  # pulled in through include: testset.yaml -> llm.yaml
+    assert run.main(["config", "show", "full"]) == 0
+    out = capsys.readouterr().out  # full.yaml -> evaluate.yaml -> testset.yaml -> ingest.yaml
+    assert "ingest.corpus.paths" in out and "# configs/ingest.yaml" in out
