@@ -17,7 +17,7 @@ def testset(config: FullConfig, fingerprint: dict[str, str], index=None):
     `ragwatch.config.evalset_fingerprint(config)` (the config and the content of its input files).
     With `config.logs` the set is the log's questions and answers (no index needed)."""
     if config.logs is not None:
-        return logged_eval_set_step(config.logs)
+        return logged_eval_set_step(config.logs, fingerprint)
     if index is None:
         index = load_index(latest_index_version())
     synthetic = generate_synthetic_set(index, config.testset, config.ingest.embedding)

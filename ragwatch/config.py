@@ -240,6 +240,9 @@ def evalset_fingerprint(config: FullConfig) -> dict[str, str]:
     canonical["imports"] = [s.model_dump(mode="json", exclude={"path"}) for s in testset.imports]
     files = {"handwritten_retrieval_cases": testset.handwritten_retrieval_cases, "zenml_qa": testset.zenml_qa,
              **{f"imports[{i}]": s.path for i, s in enumerate(testset.imports)}}
+    if config.logs is not None:  # a log is the set: its settings and its content
+        canonical["logs"] = config.logs.model_dump(mode="json", exclude={"path"})
+        files["logs"] = config.logs.path or None
     inputs = {key: content_hash(path) for key, path in files.items() if path}
     config_hash = _sha256_json(canonical)
     inputs_hash = _sha256_json(inputs)

@@ -17,10 +17,15 @@ from steps.secrets import export_api_keys
 
 
 @step(enable_cache=False)
-def logged_eval_set_step(logs: LogInput) -> Annotated[EvalSet, "eval_set"]:
-    """The logged questions (their logged answers inside), with what reading the log found."""
+def logged_eval_set_step(logs: LogInput, fingerprint: dict[str, str]) -> Annotated[EvalSet, "eval_set"]:
+    """The logged questions (their logged answers inside), with what reading the log found; `fingerprint`
+    (`ragwatch.config.evalset_fingerprint`, the log's settings and content) is stored as any set's is."""
     samples, report = logged_eval_set(logs)
-    log_metadata(metadata={"eval_set": {"samples": len(samples), "source": "log", "log": report}})
+    log_metadata(metadata={"eval_set": {"samples": len(samples), "source": "log", "log": report,
+                                        "testset_fingerprint": fingerprint["testset"],
+                                        "testset_config_fingerprint": fingerprint["config"],
+                                        "testset_inputs_fingerprint": fingerprint["inputs"]}},
+                 artifact_name="eval_set", infer_artifact=True)
     return EvalSet(samples=samples, metadata={"source": "log", "log": report})
 
 
