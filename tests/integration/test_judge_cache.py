@@ -22,7 +22,9 @@ MOCK_JUDGE = {
     "cache": False,
     "extra": {"mock_response": json.dumps({"reasoning": "matches the reference", "score": 3})},
 }
-SYSTEM = {"model_name": "ragwatch-cache-rag", "rag": {"kind": "callable", "callable": "fixed_rag:answer"}}
+# a callable is asked on every evaluate unless it names its version: this one does, so its answers cache
+SYSTEM = {"model_name": "ragwatch-cache-rag",
+          "rag": {"kind": "callable", "callable": "fixed_rag:answer", "cache_key": "fixed-v1"}}
 
 
 def _config(directory: Path, corpus: Path, threshold: float | None) -> Path:
