@@ -184,9 +184,13 @@ def _levels(method: Method, p_run: np.ndarray, w_run: np.ndarray, p_cal: np.ndar
 
 
 def _corrected(share: np.ndarray, hit: np.ndarray, false_hit: np.ndarray) -> np.ndarray:
+    """The corrected share where hit - false_hit >= _MIN_GAP; +inf (not finite) where the correction is
+    undefined: `estimate_level` refuses such a point estimate and drops such replicates, so it never
+    leaves this module."""
     gap = hit - false_hit
-    safe = np.where(gap >= _MIN_GAP, gap, np.nan)
-    return np.clip((share - false_hit) / safe, 0.0, 1.0)
+    defined = gap >= _MIN_GAP
+    corrected = np.divide(share - false_hit, gap, out=np.full(np.shape(gap), np.inf), where=defined)
+    return np.where(defined, np.clip(corrected, 0.0, 1.0), np.inf)
 
 
 def estimate_level(cal: CalibrationSet, x_run: np.ndarray, items: np.ndarray, *, method: Method = "pcc",
