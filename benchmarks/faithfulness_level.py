@@ -19,7 +19,7 @@ cut-off of best balanced accuracy, under the rules, refitted on each training pa
 4. the whole set, cross-fitted: every answer's level from a model that never saw it, against the
    readers' mean item faithfulness, as the headline would print it.
 
-    python benchmarks/faithfulness_level.py --data ragwatch/judges/calibration_data/*.jsonl
+    python benchmarks/faithfulness_level.py --data ragwatch/judges/faithfulness/calibration_data/*.jsonl
 """
 
 from __future__ import annotations
@@ -37,8 +37,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from ragwatch.judges.faithfulness_level import LEVEL_FEATURES, calibration_set, verdict_of  # noqa: E402
-from ragwatch.judges.support_model import SupportModel, feature_vector  # noqa: E402
+from ragwatch.judges.faithfulness.level import LEVEL_FEATURES, calibration_set, verdict_of  # noqa: E402
+from ragwatch.judges.faithfulness.support_model import SupportModel, feature_vector  # noqa: E402
 from ragwatch.statistics.level import (  # noqa: E402
     METHODS,
     estimate_level,

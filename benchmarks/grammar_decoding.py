@@ -36,7 +36,7 @@ def main() -> int:
     from ragwatch.corpus.documents import load_documents
     from ragwatch.evalset.synthetic import build_prompt, qa_schema
     from ragwatch.indexing.embeddings import EmbeddingSettings, get_embedder
-    from ragwatch.judges.verify import verify_many
+    from ragwatch.judges.faithfulness.verify import verify_many
     from ragwatch.llm import LLMClient, LLMSettings, local
 
     embedder = get_embedder(EmbeddingSettings())

@@ -34,9 +34,9 @@ sys.path.insert(0, str(ROOT))
 
 from faithfulness_level import load_records  # noqa: E402
 
-from ragwatch.judges.calibrations import CALIBRATIONS  # noqa: E402
-from ragwatch.judges.faithfulness_level import vetoed  # noqa: E402
-from ragwatch.judges.support_model import LOGIT_CLIP, SupportModel  # noqa: E402
+from ragwatch.judges.faithfulness.calibrations import CALIBRATIONS  # noqa: E402
+from ragwatch.judges.faithfulness.level import vetoed  # noqa: E402
+from ragwatch.judges.faithfulness.support_model import LOGIT_CLIP, SupportModel  # noqa: E402
 from ragwatch.statistics.agreement import balanced_accuracy, cohen_kappa  # noqa: E402
 
 

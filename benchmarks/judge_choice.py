@@ -41,7 +41,7 @@ from ragwatch.calibration import (  # noqa: E402
     to_eval_pairs,
 )
 from ragwatch.calibration.threshold import best_threshold  # noqa: E402
-from ragwatch.judges.verify import verify_many  # noqa: E402
+from ragwatch.judges.faithfulness.verify import verify_many  # noqa: E402
 from ragwatch.llm.client import LLMClient  # noqa: E402
 from ragwatch.llm.types import LLMSettings  # noqa: E402
 from ragwatch.statistics.agreement import balanced_accuracy, roc_auc, with_interval  # noqa: E402

@@ -31,7 +31,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from ragwatch.judges.verify import VERIFY_BATCH_SYSTEM  # noqa: E402
+from ragwatch.judges.faithfulness.verify import VERIFY_BATCH_SYSTEM  # noqa: E402
 from ragwatch.llm.local import N_THREADS  # noqa: E402
 from ragwatch.llm.models import model_path  # noqa: E402
 

@@ -20,11 +20,11 @@ from pathlib import Path
 from typing import Any, Literal
 
 from ragwatch.judges.engine import drive, gather
-from ragwatch.judges.evidence import missing_terms
 from ragwatch.judges.faithfulness import PROMPT_VERSION
-from ragwatch.judges.support_model import SupportModel, feature_vector
-from ragwatch.judges.verify import Verifier
-from ragwatch.judges.verify_evidence import EvidenceVerifier, features_of
+from ragwatch.judges.faithfulness.evidence import missing_terms
+from ragwatch.judges.faithfulness.support_model import SupportModel, feature_vector
+from ragwatch.judges.faithfulness.verify import Verifier
+from ragwatch.judges.faithfulness.verify_evidence import EvidenceVerifier, features_of
 from ragwatch.statements import StatementVerdict
 from ragwatch.statistics.agreement import balanced_accuracy, cohen_kappa, roc_auc, with_interval
 
@@ -183,7 +183,7 @@ def fit_report(records: list[dict[str, Any]], features: tuple[str, ...] = SHIPPE
         scores, verdicts = cross_fitted(ok, feats, n_folds=n_folds, seed=seed)
         out[name] = agreement_row(labels, scores, verdicts, seed=seed)
     out["model_all"] = fit_support_model(ok, features).model_dump()
-    from ragwatch.judges.calibrations import faithfulness_calibration
+    from ragwatch.judges.faithfulness.calibrations import faithfulness_calibration
 
     shipped = faithfulness_calibration(model, PROMPT_VERSION) if model else None
     if shipped is not None:  # the shipped model and cut-off as they are (fitted on RAG statements), rules included
@@ -219,7 +219,7 @@ class MissingVerifier:
 
         from ragwatch.judges.base import fence
         from ragwatch.judges.engine import Call
-        from ragwatch.judges.evidence import best_sentences, bigram_support, context_sentences
+        from ragwatch.judges.faithfulness.evidence import best_sentences, bigram_support, context_sentences
         from ragwatch.llm.logprobs import yes_probability_at
 
         schema = create_model("Missing", verdict=(Literal["yes", "no"], ...))

@@ -31,9 +31,9 @@ from rag_statements import judge_batch  # noqa: E402
 from ragwatch.config import FullConfig  # noqa: E402
 from ragwatch.config_loader import load_config  # noqa: E402
 from ragwatch.judges.config import build_judges  # noqa: E402
-from ragwatch.judges.evidence import bigram_support, makes_no_claim, missing_terms  # noqa: E402
 from ragwatch.judges.faithfulness import FaithfulnessJudge  # noqa: E402
-from ragwatch.judges.verify_evidence import ABSENT, NO_CLAIM, features_of  # noqa: E402
+from ragwatch.judges.faithfulness.evidence import bigram_support, makes_no_claim, missing_terms  # noqa: E402
+from ragwatch.judges.faithfulness.verify_evidence import ABSENT, NO_CLAIM, features_of  # noqa: E402
 from ragwatch.llm.client import LLMClient  # noqa: E402
 from ragwatch.statements import StatementVerdict  # noqa: E402
 

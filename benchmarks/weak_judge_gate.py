@@ -3,7 +3,7 @@
 The shipped faithfulness verifier decides a statement from P(supported) = support model(judge P(yes),
 lexical support) under two rules (no claim; a number, identifier or CamelCase name no retrieved
 context holds), and the fitted model weighs lexical support 2.17 against 0.14 for the judge's logit
-(`ragwatch.judges.calibrations`). This script re-decides the default's labelled answers
+(`ragwatch.judges.faithfulness.calibrations`). This script re-decides the default's labelled answers
 (`data/judge_dev/rag_statements/statements.jsonl`, their own retrieved contexts) after each planted
 edit of `benchmarks/gate_power.py` with the verifier's own `decide`, holding each statement's judge
 P(yes) at its measured value (a features file from `benchmarks/statement_features.py`; 0.5 where it
@@ -34,9 +34,9 @@ from ragwatch.config_loader import load_config  # noqa: E402
 from ragwatch.decision.compare import compare_runs  # noqa: E402
 from ragwatch.decision.gate import gate_decision  # noqa: E402
 from ragwatch.decision.labels_plan import labels_plans  # noqa: E402
-from ragwatch.judges.calibrations import faithfulness_calibration  # noqa: E402
-from ragwatch.judges.evidence import bigram_support, makes_no_claim, missing_terms  # noqa: E402
-from ragwatch.judges.verify_evidence import NO_CLAIM, EvidenceVerifier  # noqa: E402
+from ragwatch.judges.faithfulness.calibrations import faithfulness_calibration  # noqa: E402
+from ragwatch.judges.faithfulness.evidence import bigram_support, makes_no_claim, missing_terms  # noqa: E402
+from ragwatch.judges.faithfulness.verify_evidence import NO_CLAIM, EvidenceVerifier  # noqa: E402
 from ragwatch.results import ItemScore, MetricInfo, MetricResult  # noqa: E402
 from ragwatch.types import RagAnswer, RetrievedContext  # noqa: E402
 

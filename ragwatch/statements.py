@@ -21,7 +21,7 @@ class StatementVerdict(BaseModel):
     """The verification of one statement, as the verifier wrote it and the report and review page read it.
 
     `p_supported` is what the verdict was cut at (`threshold`): the judge's P(yes) itself, or its
-    combination with lexical evidence (`ragwatch.judges.support_model`); `p_judge` is the judge's own
+    combination with lexical evidence (`ragwatch.judges.faithfulness.support_model`); `p_judge` is the judge's own
     P(yes). `evidence` holds the ids of the context sentences the judge cited, `evidence_text` their
     text; `rule` names a careful reader's rule that overruled the judge (no claim, nothing cited, a term
     the cited sentences do not contain).

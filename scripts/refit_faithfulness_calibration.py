@@ -5,8 +5,8 @@ p_judge, lexical, no_claim, uncited, missing_terms, absent_terms, judge_model, p
 optionally, label files that fill or override their labels by `statement_id`. Rows without a reference
 label (the readers disagreed) or whose verification failed are left out and counted. Every row must come
 from one judge model and prompt version; the rows are written to
-`ragwatch/judges/calibration_data/<judge_model>__<prompt_version>.jsonl` (the file
-`ragwatch/judges/calibrations.py` names as that calibration's `level_data`), its provenance to
+`ragwatch/judges/faithfulness/calibration_data/<judge_model>__<prompt_version>.jsonl` (the file
+`ragwatch/judges/faithfulness/calibrations.py` names as that calibration's `level_data`), its provenance to
 `calibration_data/README.md`, and `benchmarks/faithfulness_level.py` is run on it.
 
     python scripts/refit_faithfulness_calibration.py \
@@ -28,7 +28,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-DATA_DIR = ROOT / "ragwatch" / "judges" / "calibration_data"
+DATA_DIR = ROOT / "ragwatch" / "judges" / "faithfulness" / "calibration_data"
 KEEP = ("statement_id", "answer_id", "system", "statement_index", "label", "p_judge", "lexical", "no_claim",
         "uncited", "missing_terms", "absent_terms")
 LABELS = {"supported": True, "unsupported": False, True: True, False: False}
@@ -104,11 +104,12 @@ def main(argv: list[str] | None = None) -> int:
     readme.write_text(head.rstrip() + "\n\n" + provenance + rest, encoding="utf-8")
     print(f"wrote {len(records)} statements to {DATA_DIR / name} ({dict(per_system)}); left out {dict(dropped)}")
 
-    from ragwatch.judges.calibrations import faithfulness_calibration
+    from ragwatch.judges.faithfulness.calibrations import faithfulness_calibration
 
     calibration = faithfulness_calibration(model, prompt)
     if calibration is None or calibration.level_data != name:
-        print(f"note: ragwatch/judges/calibrations.py does not name {name} as the level_data of {model} / {prompt}")
+        print(f"note: ragwatch/judges/faithfulness/calibrations.py does not name {name} "
+              f"as the level_data of {model} / {prompt}")
     if not args.no_benchmark:
         from faithfulness_level import main as benchmark
 

@@ -1,6 +1,6 @@
 """`calibrate`'s level check: the judge's faithfulness level beside the readers' own, on a labelled file.
 
-The headline faithfulness of a run is a level (`ragwatch.judges.faithfulness_level`): the mean over
+The headline faithfulness of a run is a level (`ragwatch.judges.faithfulness.level`): the mean over
 answers of the expected supported share of their statements. On a labelled file of statements (one
 labelled statement a line, as `data/judge_dev/rag_statements/calibrate.jsonl`), the same estimate is
 made from the judge's readings and set beside what the labels say: the mean over answers of the share
@@ -23,8 +23,8 @@ from typing import Any
 from pydantic import BaseModel
 
 from ragwatch.calibration.loaders import CalibrationItem
-from ragwatch.judges.faithfulness_level import statement_level
-from ragwatch.judges.verify_evidence import features_of
+from ragwatch.judges.faithfulness.level import statement_level
+from ragwatch.judges.faithfulness.verify_evidence import features_of
 from ragwatch.results import MetricResult
 from ragwatch.statements import statement_verdicts
 from ragwatch.statistics.level import LevelEstimate

@@ -22,6 +22,7 @@ from ragwatch.judges.correctness import CorrectnessJudge
 from ragwatch.judges.custom import CustomRubric, CustomRubricJudge, load_custom_rubrics, parse_custom_rubrics
 from ragwatch.judges.engine import Call, LLMJudge, Score, gather, run_judge, run_judges, unavailable_metrics
 from ragwatch.judges.faithfulness import FaithfulnessJudge
+from ragwatch.judges.faithfulness.verify import StatementVerdict, verify_statements
 from ragwatch.judges.likert import Criterion, LikertJudge
 from ragwatch.judges.model_comparison import compare_judges
 from ragwatch.judges.perplexity import PerplexityJudge
@@ -31,7 +32,6 @@ from ragwatch.judges.relevance import AnswerRelevanceJudge, ContextRelevanceJudg
 from ragwatch.judges.rubric import RubricJudge
 from ragwatch.judges.similarity import SimilarityJudge
 from ragwatch.judges.support import SupportJudge
-from ragwatch.judges.verify import StatementVerdict, verify_statements
 
 __all__ = [
     "AnswerRelevanceJudge",

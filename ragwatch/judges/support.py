@@ -1,7 +1,7 @@
 """Support, one verdict per answer: is the answer supported (by its contexts, or by world knowledge)?
 
 With retrieved contexts, the whole answer is checked as ONE statement by the faithfulness judge's
-verifier (`judges.verify.Verifier`: the same prompt, windows and create-and-refine as
+verifier (`judges.faithfulness.verify.Verifier`: the same prompt, windows and create-and-refine as
 `verify_statements`), so there is one way to check a claim against a context. Without contexts
 (HaluEval general, TruthfulQA) there is nothing to check against: the judge reads the QUESTION and
 the RESPONSE and answers from its own knowledge whether the response is correct and free of
@@ -26,8 +26,8 @@ from pydantic import BaseModel, Field, model_validator
 
 from ragwatch.judges.base import DATA_RULE, answer_error, fence, generation_error
 from ragwatch.judges.engine import LLMJudge, Plan, Score
+from ragwatch.judges.faithfulness.verify import Verifier, judge_support_threshold
 from ragwatch.judges.registry import JudgeDeps, JudgeOptions, register_judge
-from ragwatch.judges.verify import Verifier, judge_support_threshold
 from ragwatch.llm.logprobs import yes_probability_at
 from ragwatch.results import MetricInfo
 from ragwatch.types import EvalSample, RagAnswer

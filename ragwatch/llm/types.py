@@ -16,7 +16,8 @@ from ragwatch.presets import preset
 DEFAULT_MODEL = "local/qwen2.5-0.5b-instruct"  # the generator: writes questions, references and answers
 # The judge: a bigger model judges than answers. On human-labelled claims (QAGS-XSum, n=60) the 1.5B ranks
 # supported above unsupported with ROC AUC 0.77 [0.64, 0.88], the 0.5B with 0.62 [0.47, 0.76]
-# (benchmarks/judge_choice.py); the faithfulness judge's calibration is fitted for it (judges/calibrations.py).
+# (benchmarks/judge_choice.py); the faithfulness judge's calibration is fitted for it
+# (judges/faithfulness/calibrations.py).
 JUDGE_MODEL = "local/qwen2.5-coder-1.5b-instruct"
 TINY_MODEL = "local/smollm2-135m-instruct"
 

@@ -40,7 +40,7 @@ class Pointer(BaseModel):
 
 def judge_windows(passages: Sequence[str], max_chars: int) -> list[list[tuple[int, int, int]]]:
     """The context windows a statement-verifying judge read, as (passage, start, end) spans."""
-    from ragwatch.judges.verify import context_window_spans
+    from ragwatch.judges.faithfulness.verify import context_window_spans
 
     return context_window_spans(passages, max_chars)
 

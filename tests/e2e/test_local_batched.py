@@ -40,7 +40,7 @@ def _serial_flag_restored():
 
 
 def _judge_calls() -> list[tuple[list[dict[str, str]], dict]]:
-    from ragwatch.judges.verify import VERIFY_BATCH_SYSTEM, verdicts_schema, verify_batch_prompt
+    from ragwatch.judges.faithfulness.verify import VERIFY_BATCH_SYSTEM, verdicts_schema, verify_batch_prompt
     from ragwatch.rag import DEFAULT_PROMPT_TEMPLATE, build_prompt
 
     statements = [["Steps are Python functions decorated with @step.", "Caching never skips a step."],

@@ -10,7 +10,7 @@ from test_judges_support import MockLLM, answer, sample
 from ragwatch.config import FullConfig
 from ragwatch.config_loader import load_config
 from ragwatch.judges import FaithfulnessJudge, build_judges, run_judges
-from ragwatch.judges.calibrations import faithfulness_calibration
+from ragwatch.judges.faithfulness.calibrations import faithfulness_calibration
 from ragwatch.llm.types import JUDGE_MODEL
 from ragwatch.report.summary import judge_warnings, summary_text
 

@@ -1,4 +1,4 @@
-"""The faithfulness level (`ragwatch.judges.faithfulness_level`): the headline is the calibrated level,
+"""The faithfulness level (`ragwatch.judges.faithfulness.level`): the headline is the calibrated level,
 the verdict share stays beside it, `calibrate` sets the level beside the labels, the data ships."""
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ import pytest
 from ragwatch.calibration.level import answer_of, level_check
 from ragwatch.calibration.loaders import CalibrationItem
 from ragwatch.judges import faithfulness_level as fl
-from ragwatch.judges.calibrations import CALIBRATIONS, FaithfulnessCalibration
-from ragwatch.judges.support_model import SupportModel, feature_vector
-from ragwatch.judges.verify_evidence import features_of
+from ragwatch.judges.faithfulness.calibrations import CALIBRATIONS, FaithfulnessCalibration
+from ragwatch.judges.faithfulness.support_model import SupportModel, feature_vector
+from ragwatch.judges.faithfulness.verify_evidence import features_of
 from ragwatch.results import ItemScore, JudgeAgreement, MetricInfo, MetricResult
 from ragwatch.statements import StatementVerdict
 from ragwatch.statistics.level import fit_logistic, predict_logistic

@@ -76,7 +76,7 @@ def import_graph() -> nx.DiGraph:
 def test_the_graph_sees_the_code():
     graph = import_graph()
     assert graph.has_edge("steps.track", "readback")
-    assert graph.has_edge("ragwatch.judges.faithfulness", "ragwatch.judges.verify_evidence")
+    assert graph.has_edge("ragwatch.judges.faithfulness.judge", "ragwatch.judges.faithfulness.verify_evidence")
 
 
 def test_no_import_circle():

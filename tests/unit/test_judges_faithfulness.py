@@ -9,7 +9,7 @@ import pytest
 from test_judges_support import MockLLM, answer, fake_server, is_repair, last_user, no_nan, sample
 
 from ragwatch.judges import FaithfulnessJudge, verify_statements
-from ragwatch.judges.verify import (
+from ragwatch.judges.faithfulness.verify import (
     VERIFY_BATCH_SYSTEM,
     VERIFY_SYSTEM,
     VerdictReply,
@@ -327,7 +327,7 @@ def test_sentence_statements_make_one_call_per_item_and_tell_the_verifier_the_qu
 
 def test_verification_without_a_question_keeps_the_measured_prompt():
     """`verify_statements` (what benchmarks/judge_choice.py measures) sends no QUESTION block."""
-    from ragwatch.judges.verify import verify_batch_prompt
+    from ragwatch.judges.faithfulness.verify import verify_batch_prompt
 
     prompt = verify_batch_prompt(["The mayor resigned."], ["An article."], 0, 1)
     assert "QUESTION" not in prompt and "STATEMENT 1" in prompt
@@ -374,7 +374,7 @@ def test_evidence_rules_overrule_a_yes(fake_server):
         return json.dumps({"checks": replies[:n]})
 
     from ragwatch.judges.engine import drive, gather
-    from ragwatch.judges.verify_evidence import EvidenceVerifier
+    from ragwatch.judges.faithfulness.verify_evidence import EvidenceVerifier
 
     server = fake_server(judge)
     statements = ["ZenML retries steps on failure by default.", "ZenML retries steps three times.",
@@ -393,9 +393,9 @@ def test_evidence_rules_overrule_a_yes(fake_server):
 
 
 def test_a_support_model_combines_the_judge_with_lexical_evidence():
-    from ragwatch.judges.evidence import Sentence
-    from ragwatch.judges.support_model import SupportModel
-    from ragwatch.judges.verify_evidence import EvidenceVerifier
+    from ragwatch.judges.faithfulness.evidence import Sentence
+    from ragwatch.judges.faithfulness.support_model import SupportModel
+    from ragwatch.judges.faithfulness.verify_evidence import EvidenceVerifier
 
     model = SupportModel(intercept=-4.0, weights={"judge_logit": 1.0, "lexical": 6.0}, cutoff=0.5)
     verifier = EvidenceVerifier(support_model=model)

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from ragwatch.judges.verify import context_windows
+from ragwatch.judges.faithfulness.verify import context_windows
 from ragwatch.results import ItemScore, MetricInfo, MetricResult
 from ragwatch.review.hints import judge_windows
 from ragwatch.review.labels import HumanLabel, HumanLabels, remove_labels

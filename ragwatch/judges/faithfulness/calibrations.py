@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict
 
-from ragwatch.judges.support_model import SupportModel
+from ragwatch.judges.faithfulness.support_model import SupportModel
 from ragwatch.results import JudgeAgreement
 
 RAG_STATEMENTS = "statements of RAG answers over the ZenML docs sample"
@@ -31,8 +31,8 @@ class FaithfulnessCalibration(BaseModel):
     prompt_version: str
     support_model: SupportModel
     agreement: JudgeAgreement
-    # the labelled statements with this judge's features (in ragwatch/judges/calibration_data/): the
-    # faithfulness level is calibrated on them at run time (`ragwatch.judges.faithfulness_level`)
+    # the labelled statements with this judge's features (in ragwatch/judges/faithfulness/calibration_data/): the
+    # faithfulness level is calibrated on them at run time (`ragwatch.judges.faithfulness.level`)
     level_data: str | None = None
 
 

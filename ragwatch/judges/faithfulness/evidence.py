@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from itertools import pairwise
 
 from ragwatch.corpus.chunking import split_sentences
-from ragwatch.judges.verify import split_text  # the window verifier's own cutting rule
+from ragwatch.judges.faithfulness.verify import split_text  # the window verifier's own cutting rule
 
 SENTENCE_CHARS = 360  # a longer sentence or code block is cut into pieces of about this size
 _FENCE = re.compile(r"^\s*(```|~~~)")

@@ -4,17 +4,17 @@ Stage 1 splits each answer into at most `max_statements` statements: `statements
 for standalone claims (one call per answer, as ragas does); `statements: sentences` takes the answer's
 sentences (no call; what a small local judge splits well, and the verifier is told the question so
 that "it" and "this" can be resolved). Stage 2 verifies the statements against the contexts with the
-evidence-first verifier (`verify: evidence`, the default, `ragwatch.judges.verify_evidence`: each
+evidence-first verifier (`verify: evidence`, the default, `ragwatch.judges.faithfulness.verify_evidence`: each
 statement against its best-matching context sentences, the judge cites sentence ids before its
 verdict, a careful reader's rules overrule it, and a support model fitted on labelled RAG answer
 statements combines its P(yes) with lexical evidence), or with the window verifier (`batched` /
-`per_statement`, `ragwatch.judges.verify`: all contexts, create-and-refine over windows).
+`per_statement`, `ragwatch.judges.faithfulness.verify`: all contexts, create-and-refine over windows).
 The verdict is P(supported) >= the cut-off: `support_threshold` when set, else the calibrated one of
-the judge model and prompt version (`ragwatch.judges.calibrations`), else the model registry's, else
+the judge model and prompt version (`ragwatch.judges.faithfulness.calibrations`), else the model registry's, else
 0.5; without logprobs it is the greedy verdict. Item score = supported / total statements (the verdict
 share); `weighted_score` = mean P(supported). The metric's score is the verdict share only for a judge
 without calibration data: with it, the score and interval are the level careful readers would find
-(`ragwatch.judges.faithfulness_level`: calibrated P(supported) per statement, mean over items, an
+(`ragwatch.judges.faithfulness.level`: calibrated P(supported) per statement, mean over items, an
 interval that refits the calibration) and `details["verdict_share"]` keeps the share of verdicts.
 Every statement's verdict is one typed record, `StatementVerdict` (evidence, P(supported), cut-off,
 reason), in the item details under `verdicts`: read them with `statement_verdicts(details)`. The
@@ -41,16 +41,16 @@ from pydantic import BaseModel, Field, StringConstraints, create_model
 
 from ragwatch.corpus.chunking import split_sentences
 from ragwatch.judges.base import DATA_RULE, FewShotExample, answer_error, fence, generation_error, to_json
-from ragwatch.judges.calibrations import faithfulness_calibration
 from ragwatch.judges.engine import Call, LLMJudge, Plan, Score, mean
-from ragwatch.judges.faithfulness_level import with_level
-from ragwatch.judges.registry import JudgeDeps, JudgeOptions, register_judge
-from ragwatch.judges.verify import (
+from ragwatch.judges.faithfulness.calibrations import faithfulness_calibration
+from ragwatch.judges.faithfulness.level import with_level
+from ragwatch.judges.faithfulness.verify import (
     VerdictReply,
     Verifier,
     judge_support_threshold,
 )
-from ragwatch.judges.verify_evidence import EvidenceVerifier
+from ragwatch.judges.faithfulness.verify_evidence import EvidenceVerifier
+from ragwatch.judges.registry import JudgeDeps, JudgeOptions, register_judge
 from ragwatch.results import MetricInfo, MetricResult
 from ragwatch.statements import StatementVerdict
 from ragwatch.types import EvalSample, RagAnswer
@@ -207,7 +207,7 @@ class FaithfulnessJudge(LLMJudge):
 
     def evaluate_all(self, samples: list[EvalSample], answers: list[RagAnswer]) -> dict[str, MetricResult]:
         """The engine's result, its score the calibrated level when the judge's calibration ships labelled
-        statements (`ragwatch.judges.faithfulness_level`); the verdict share kept beside it."""
+        statements (`ragwatch.judges.faithfulness.level`); the verdict share kept beside it."""
         results = super().evaluate_all(samples, answers)
         name = self.name
         results[name] = with_level(results[name], self.calibration if self.verify == "evidence" else None,

@@ -5,7 +5,7 @@ as wholly not; with a verifier of balanced accuracy ~0.75 it lands far from what
 against 0.46 on the default's held-out answers). The level is the mean over items of the item's
 expected supported share, from the run's per-statement features (the judge's P(yes), lexical support,
 the rules) and the calibration data shipped with the judge model and prompt version
-(`ragwatch/judges/calibration_data/`, named by `ragwatch.judges.calibrations`): statements of RAG
+(`calibration_data/` of this package, named by `ragwatch.judges.faithfulness.calibrations`): statements of RAG
 answers with reference labels and the same features. The estimator (`LEVEL_METHOD`) and the features
 (`LEVEL_FEATURES`) were chosen by `benchmarks/faithfulness_level.py` (cross-fitted by answer, at the
 data's prevalence and resampled to 20% and 80% supported); the statistics are
@@ -29,9 +29,9 @@ from typing import Any
 
 import numpy as np
 
-from ragwatch.judges.calibrations import FaithfulnessCalibration
-from ragwatch.judges.support_model import SupportModel, feature_vector
-from ragwatch.judges.verify_evidence import features_of
+from ragwatch.judges.faithfulness.calibrations import FaithfulnessCalibration
+from ragwatch.judges.faithfulness.support_model import SupportModel, feature_vector
+from ragwatch.judges.faithfulness.verify_evidence import features_of
 from ragwatch.results import MetricResult
 from ragwatch.statements import statement_verdicts
 from ragwatch.statistics.level import (
@@ -51,7 +51,7 @@ from ragwatch.statistics.level import (
 LEVEL_METHOD: Method = "pcc"
 LEVEL_FEATURES = ("judge_logit", "lexical", "vetoed")
 RESAMPLES = 1000
-DATA_PACKAGE = "ragwatch.judges"
+DATA_PACKAGE = "ragwatch.judges.faithfulness"
 DATA_DIR = "calibration_data"
 RECORD_KEYS = ("answer_id", "label", "p_judge", "lexical", "no_claim", "absent_terms")
 

@@ -6,7 +6,7 @@ word pairs found in the contexts ranks them better, and the two disagree where e
 `logit(P(yes))` (clipped) among the features. It is fitted on labelled RAG answer statements
 (`benchmarks/judge_choice.py --rag`), reported cross-fitted (every statement scored by a model fitted
 without its answer), and shipped per judge model and prompt version in
-`ragwatch/judges/calibrations.py`.
+`ragwatch/judges/faithfulness/calibrations.py`.
 
 Example:
     >>> m = SupportModel(intercept=-2.0, weights={"judge_logit": 1.0, "lexical": 3.0}, cutoff=0.5)

@@ -1,12 +1,12 @@
 """Evidence-first verification: the judge cites the context sentences that state a statement, then rules.
 
 Each statement is shown with only the context sentences that share the most words with it
-(`ragwatch.judges.evidence.best_sentences`), numbered. The judge replies, per statement, the ids of
+(`ragwatch.judges.faithfulness.evidence.best_sentences`), numbered. The judge replies, per statement, the ids of
 the sentences that state it and then its verdict; P(supported) is read at the verdict token (the
 evidence comes first, so the verdict is conditioned on what was cited, not on a free-text reason).
 The judge's P(yes) and the share of the statement's word pairs found in the contexts are combined
 by a `SupportModel` (a logistic model fitted on labelled RAG answer statements,
-`ragwatch.judges.support_model`) into the P(supported) the verdict is cut at. Two rules of a careful
+`ragwatch.judges.faithfulness.support_model`) into the P(supported) the verdict is cut at. Two rules of a careful
 reader overrule it: a statement that makes no claim (markup, a lone lead-in word) is unsupported
 without a call, and so is one with a number, code identifier or name that no retrieved context
 contains. A cited id that was not shown cites nothing; terms missing from the cited sentences are
@@ -28,7 +28,7 @@ from pydantic import BaseModel, Field, create_model
 
 from ragwatch.judges.base import DATA_RULE, fence, generation_error
 from ragwatch.judges.engine import Call, Plan
-from ragwatch.judges.evidence import (
+from ragwatch.judges.faithfulness.evidence import (
     Sentence,
     best_sentences,
     bigram_support,
@@ -36,7 +36,7 @@ from ragwatch.judges.evidence import (
     makes_no_claim,
     missing_terms,
 )
-from ragwatch.judges.support_model import SupportModel
+from ragwatch.judges.faithfulness.support_model import SupportModel
 from ragwatch.llm.logprobs import yes_probabilities_at
 from ragwatch.statements import StatementVerdict
 
