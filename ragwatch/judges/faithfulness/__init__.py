@@ -19,14 +19,16 @@ Example:
 """
 
 from ragwatch.judges.faithfulness.judge import (
-    MIN_STATEMENT_WORDS,
     PROMPT_VERSION,
-    SPLIT_SYSTEM,
-    STATEMENT_CHARS,
     FaithfulnessJudge,
     FaithfulnessOptions,
     StatementSource,
     VerifyChoice,
+)
+from ragwatch.judges.faithfulness.split import (
+    MIN_STATEMENT_WORDS,
+    SPLIT_SYSTEM,
+    STATEMENT_CHARS,
     answer_statements,
     split_prompt,
     statements_schema,

@@ -1,6 +1,6 @@
 """Faithfulness, statement by statement: is every claim of the answer supported by the retrieved contexts?
 
-Stage 1 splits each answer into at most `max_statements` statements: `statements: llm` asks the judge
+Stage 1 (`split.py`) splits each answer into at most `max_statements` statements: `statements: llm` asks the judge
 for standalone claims (one call per answer, as ragas does); `statements: sentences` takes the answer's
 sentences (no call; what a small local judge splits well, and the verifier is told the question so
 that "it" and "this" can be resolved). Stage 2 verifies the statements against the contexts with the
@@ -35,15 +35,15 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import Annotated, Any, Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, Field, StringConstraints, create_model
+from pydantic import Field
 
-from ragwatch.corpus.chunking import split_sentences
-from ragwatch.judges.base import DATA_RULE, FewShotExample, answer_error, fence, generation_error, to_json
+from ragwatch.judges.base import FewShotExample, answer_error, generation_error, to_json
 from ragwatch.judges.engine import Call, LLMJudge, Plan, Score, mean
 from ragwatch.judges.faithfulness.calibrations import faithfulness_calibration
 from ragwatch.judges.faithfulness.level import with_level
+from ragwatch.judges.faithfulness.split import SPLIT_SYSTEM, answer_statements, split_prompt, statements_schema
 from ragwatch.judges.faithfulness.verify import (
     VerdictReply,
     Verifier,
@@ -58,54 +58,6 @@ from ragwatch.types import EvalSample, RagAnswer
 PROMPT_VERSION = "faithfulness-v5"  # v5: evidence first; v4: the question in verification; v3: verdict first
 StatementSource = Literal["llm", "sentences"]
 VerifyChoice = Literal["evidence", "batched", "per_statement"]
-MIN_STATEMENT_WORDS = 4  # shorter sentence pieces ("Use e.g.") join their neighbour
-STATEMENT_CHARS = 300
-
-SPLIT_SYSTEM = (
-    "You split an ANSWER into standalone factual statements. Each statement must be understandable on "
-    "its own (replace pronouns with the names they refer to) and state one claim made by the answer. "
-    "Do not add claims the answer does not make. If the answer makes no factual claim (for example "
-    "'I don't know'), return an empty list. Return at most {n} statements; merge minor claims if needed.\n"
-    f"{DATA_RULE}\n"
-    'Reply with JSON only: {{"statements": ["<statement>", ...]}}'
-)
-
-def statements_schema(max_statements: int) -> type[BaseModel]:
-    """A bounded list of bounded strings, so grammar-constrained decoding cannot run away."""
-    return create_model(
-        "Statements",
-        statements=(
-            list[Annotated[str, StringConstraints(max_length=STATEMENT_CHARS)]],
-            Field(max_length=max_statements),
-        ),
-    )
-
-
-def split_prompt(question: str, answer: str) -> str:
-    return (
-        f"{fence('QUESTION', question)}\n{fence('ANSWER', answer)}\n"
-        "Split the ANSWER into standalone statements. Reply with the JSON object only."
-    )
-
-
-def answer_statements(answer: str, max_statements: int) -> list[str]:
-    """The answer's sentences as statements: short pieces join a neighbour, and past
-    `max_statements` consecutive sentences are grouped so that none is dropped."""
-    pieces: list[str] = []
-    for sentence in split_sentences(answer):
-        if pieces and (len(sentence.split()) < MIN_STATEMENT_WORDS or len(pieces[-1].split()) < MIN_STATEMENT_WORDS):
-            pieces[-1] = f"{pieces[-1]} {sentence}"
-        else:
-            pieces.append(sentence)
-    if len(pieces) <= max_statements:
-        return pieces
-    size, extra = divmod(len(pieces), max_statements)
-    groups, start = [], 0
-    for g in range(max_statements):
-        end = start + size + (g < extra)
-        groups.append(" ".join(pieces[start:end]))
-        start = end
-    return groups
 
 
 class FaithfulnessOptions(JudgeOptions):
