@@ -10,7 +10,7 @@ import pytest
 
 from ragwatch.calibration.level import answer_of, level_check
 from ragwatch.calibration.loaders import CalibrationItem
-from ragwatch.judges import faithfulness_level as fl
+from ragwatch.judges.faithfulness import level as fl
 from ragwatch.judges.faithfulness.calibrations import CALIBRATIONS, FaithfulnessCalibration
 from ragwatch.judges.faithfulness.support_model import SupportModel, feature_vector
 from ragwatch.judges.faithfulness.verify_evidence import features_of
