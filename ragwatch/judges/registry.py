@@ -1,7 +1,8 @@
 """Judges register by name: the name, its options model (the YAML block) and how to build it.
 
-A judge file declares itself with `@register_judge`; the built-in judge files of this package are
-imported by `load_builtin()`, so a new judge is one new file (plus its test) and nothing else.
+A judge file declares itself with `@register_judge`; the built-in judge files of this package (and
+judge packages such as `faithfulness/`, whose `__init__` imports the registering module) are imported by
+`load_builtin()`, so a new judge is one new file (plus its test) and nothing else.
 
 Example (a complete registration; `JudgeDeps` carries the judge LLM, its model and the other shared clients):
     >>> class ShoutOptions(JudgeOptions):
@@ -71,7 +72,7 @@ def register_judge(
 
 
 def load_builtin() -> None:
-    """Import every judge file of this package once, so each registers itself."""
+    """Import every judge file and judge package of this package once, so each registers itself."""
     global _LOADED
     if _LOADED:
         return
