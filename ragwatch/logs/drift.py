@@ -41,8 +41,8 @@ class DriftRow(BaseModel):
     new_score: float | None
     old_score: float | None
     diff: float | None = None
-    diff_low: float | None = None  # the interval "drift" is read from (Holm's level for this metric)
-    diff_high: float | None = None
+    diff_low: float | None = None  # the interval the verdict is read from, at `level`: Holm's for "drift",
+    diff_high: float | None = None  # the 1 - 2 alpha one (two one-sided tests) for "no drift" and "undecided"
     n_new: int = 0
     n_old: int = 0
     method: str = "unpaired (MOVER); drift: Holm over the window's metrics; no drift: TOST per metric"
@@ -72,16 +72,20 @@ class DriftComparison(BaseModel):
         return {r.metric: r.verdict for r in self.rows}
 
     def text(self) -> str:
-        head = f"{self.label} ({self.new_window} vs {self.old_window}; unpaired, {self.confidence:.0%} for the window)"
-        lines = [head, f"  {'metric':<32} {'new':>7} {'old':>7} {'diff [interval]':>26} {'n new/old':>10}  verdict"]
+        alpha = 1 - self.confidence
+        head = (f"{self.label} ({self.new_window} vs {self.old_window}; unpaired; drift: {self.confidence:.0%} for the "
+                f"window (Holm), no drift: the {1 - 2 * alpha:.0%} interval within the tolerance)")
+        lines = [head, f"  {'metric':<32} {'new':>7} {'old':>7} {'diff [interval]':>26} {'level':>6} {'n new/old':>10}"
+                       "  verdict"]
         for r in self.rows:
             interval = (f"{fmt_signed(r.diff)} [{fmt_signed(r.diff_low)}, {fmt_signed(r.diff_high)}]"
                         if r.diff is not None else "-")
             verdict = r.verdict + (f" ({r.direction})" if r.direction else "")
             if r.verdict == "undecided" and r.answers_to_decide:
                 verdict += f": {_decide_phrase(r)} would decide"
+            level = f"{r.level:.1%}" if r.diff is not None else "-"
             lines.append(f"  {r.metric[:32]:<32} {fmt_num(r.new_score):>7} {fmt_num(r.old_score):>7} {interval:>26} "
-                         f"{f'{r.n_new}/{r.n_old}':>10}  {verdict}")
+                         f"{level:>6} {f'{r.n_new}/{r.n_old}':>10}  {verdict}")
         if not self.rows:
             lines.append("  no metric scored in both windows")
         return "\n".join(lines)
@@ -141,6 +145,8 @@ def decide(pairs: dict[str, Pair], settings: DriftSettings) -> list[DriftRow]:
         pair, row = pairs[name], rows[name]
         _, low, high = unpaired_diff_interval(pair.new, pair.old, confidence=1 - 2 * alpha, scale=pair.scale)
         equivalent = -row.tolerance <= low and high <= row.tolerance  # TOST: each one-sided test at alpha
+        if name not in shown:  # print the interval the verdict is read from
+            row.diff_low, row.diff_high, row.level = low, high, 1 - 2 * alpha
         if name in shown:
             row.verdict = "drift"
             up = (row.diff_low or 0.0) > 0

@@ -112,7 +112,8 @@ class MonitorReport(BaseModel):
                 comparison.label, f"drift_{comparison.label.replace(' ', '_')}")
             out[key] = {r.metric: {k: v for k, v in {"diff": r.diff, "diff_low": r.diff_low, "diff_high": r.diff_high,
                                                      "verdict": r.verdict, "n_new": r.n_new, "n_old": r.n_old,
-                                                     "method": "unpaired"}.items() if v is not None}
+                                                     "level": r.level, "method": "unpaired"}.items()
+                                         if v is not None}
                         for r in comparison.rows}
         out["feedback"] = {f.kind: {"score": f.score, "ci_low": f.ci_low, "ci_high": f.ci_high, "n": f.n,
                                     "labels": f.labels or "none"} for f in self.feedback.figures}

@@ -40,8 +40,10 @@ def test_drift_verdicts_are_unpaired_and_say_so():
     rows = {r.metric: r for r in cmp.rows}
     assert {m: (r.verdict, r.direction) for m, r in rows.items()} == {
         "a": ("no drift", ""), "b": ("drift", "worse"), "c": ("undecided", "")}
-    # Holm: b is shown at the first step (3 metrics), a and c are then tested at 1 - 0.05 / 2
-    assert rows["b"].level == pytest.approx(1 - 0.05 / 3) and rows["a"].level == pytest.approx(1 - 0.05 / 2)
+    # Holm: b is shown at the first step (3 metrics); a and c print the 90% interval their verdict reads
+    assert rows["b"].level == pytest.approx(1 - 0.05 / 3) and rows["a"].level == pytest.approx(0.9)
+    assert rows["a"].diff_low >= -0.05 and rows["a"].diff_high <= 0.05
+    assert rows["c"].diff_high - rows["c"].diff_low > 0.1
     assert all("unpaired" in r.method for r in cmp.rows) and cmp.drifted == ["b"]
     assert rows["c"].answers_to_decide and "answers would decide" in rows["c"].note
     assert "unpaired" in cmp.text()
@@ -68,7 +70,8 @@ def test_holm_shows_what_bonferroni_would_miss():
     assert rows["big"].verdict == "drift" and rows["big"].direction == "worse"
     assert rows["edge"].verdict == "drift" and rows["edge"].direction == "better"
     assert rows["edge"].diff_low is not None and rows["edge"].diff_low > 0  # the printed interval shows it
-    assert rows["flat"].verdict == "no drift" and rows["flat"].level == pytest.approx(1 - 0.05)
+    assert rows["edge"].level == pytest.approx(holm)
+    assert rows["flat"].verdict == "no drift" and rows["flat"].level == pytest.approx(0.9)
 
 
 def test_false_alarms_of_drift_stay_within_alpha_for_the_window():
