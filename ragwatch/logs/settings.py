@@ -1,7 +1,7 @@
 """The `monitor` configuration: which log, which windows, what is measured, and what counts as drift.
 
 Example (configs/monitor.yaml):
-    logs: {path: ../data/sample/logs/answers.jsonl, format: jsonl}
+    logs: {path: ../data/sample/logs/answers.jsonl.gz, format: jsonl}
     window: {length: 1d, budget: 150, seed: 0}
     drift: {tolerance: 0.1}
 """
