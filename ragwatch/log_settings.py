@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import re
 from datetime import timedelta
-from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from ragwatch.rows import data_suffix
 
 LogFormat = Literal["auto", "jsonl", "csv", "openinference", "langfuse", "phoenix"]
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*$")
@@ -77,7 +78,7 @@ class PhoenixSource(_Strict):
 
 
 class LogSettings(_Strict):
-    """Where the log is and how to read it. `format: auto` reads .csv as CSV and .jsonl as JSONL;
+    """Where the log is and how to read it. `format: auto` reads .csv as CSV and .jsonl as JSONL (either may be .gz);
     trace exports (`openinference`, `langfuse`) are named; `phoenix` pulls from a Phoenix server."""
 
     path: str = ""
@@ -101,7 +102,7 @@ class LogSettings(_Strict):
             return self
         if not self.path:
             raise ValueError("logs.path: the log file is required (or format: phoenix with a phoenix: {url} block)")
-        if self.format == "auto" and Path(self.path).suffix.lower() not in (".csv", ".jsonl", ".ndjson"):
+        if self.format == "auto" and data_suffix(self.path) not in (".csv", ".jsonl", ".ndjson"):
             raise ValueError(f"logs.format: cannot tell the format of {self.path!r} from its extension; "
                              "set format: jsonl, csv, openinference or langfuse")
         return self

@@ -4,7 +4,8 @@ A row comes back as `(line, dict)`, with the line it starts on (a quoted CSV cel
 a line that cannot be a row comes back as `(line, reason)`, never dropped and never raised here, so
 each caller decides what a bad line means: the dataset import and the review labels skip it and report
 it, a calibration set refuses the file naming it. CSV cells are strings; a row with more cells than
-the header is a bad line. A UTF-8 byte-order mark (spreadsheet exports) is read past.
+the header is a bad line. A UTF-8 byte-order mark (spreadsheet exports) is read past. A gzip-compressed
+file (`answers.jsonl.gz`, as rotated logs are) is read as the file it holds (`open_text`, `data_suffix`).
 
 Example:
     >>> for line, row in read_rows("labels.csv"):  # doctest: +SKIP
@@ -15,15 +16,32 @@ Example:
 from __future__ import annotations
 
 import csv
+import gzip
 import json
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 CSV_SUFFIXES = (".csv",)
 JSONL_SUFFIXES = (".jsonl", ".json", ".ndjson")
 
 Row = tuple[int, dict[str, Any] | str]
+
+
+def data_suffix(path: str | Path) -> str:
+    """The suffix of the data inside: `.jsonl` for `answers.jsonl` and for `answers.jsonl.gz`."""
+    path = Path(path)
+    if path.suffix.lower() == ".gz":
+        path = path.with_suffix("")
+    return path.suffix.lower()
+
+
+def open_text(path: str | Path, newline: str | None = None) -> IO[str]:
+    """The file as text (UTF-8, a byte-order mark read past), decompressed when it ends in `.gz`."""
+    path = Path(path)
+    if path.suffix.lower() == ".gz":
+        return gzip.open(path, "rt", encoding="utf-8-sig", newline=newline)
+    return path.open(encoding="utf-8-sig", newline=newline)
 
 
 def read_rows(path: str | Path, *, csv_format: bool | None = None) -> Iterator[Row]:
@@ -33,7 +51,7 @@ def read_rows(path: str | Path, *, csv_format: bool | None = None) -> Iterator[R
     """
     path = Path(path)
     if csv_format is None:
-        suffix = path.suffix.lower()
+        suffix = data_suffix(path)
         if suffix not in CSV_SUFFIXES + JSONL_SUFFIXES:
             raise ValueError(f"{path}: expected a .csv or .jsonl file, not {suffix or 'no extension'}")
         csv_format = suffix in CSV_SUFFIXES
@@ -41,7 +59,7 @@ def read_rows(path: str | Path, *, csv_format: bool | None = None) -> Iterator[R
 
 
 def _jsonl_rows(path: Path) -> Iterator[Row]:
-    with path.open(encoding="utf-8-sig") as handle:
+    with open_text(path) as handle:
         for number, line in enumerate(handle, start=1):
             if not line.strip():
                 continue
@@ -54,7 +72,7 @@ def _jsonl_rows(path: Path) -> Iterator[Row]:
 
 
 def _csv_rows(path: Path) -> Iterator[Row]:
-    with path.open(encoding="utf-8-sig", newline="") as handle:
+    with open_text(path, newline="") as handle:
         reader = csv.DictReader(handle)
         start = 2  # line 1 is the header
         for row in reader:

@@ -8,12 +8,13 @@ span tree `openinference-instrumentation-*` emits for a RAG query. A record with
 without its retriever span (the monitor reports it: "a span tree without a retriever span").
 
 Usage:
-    /path/to/phoenix-venv/bin/python scripts/phoenix_send_traces.py LOG.jsonl --url http://127.0.0.1:6006
+    /path/to/phoenix-venv/bin/python scripts/phoenix_send_traces.py LOG.jsonl[.gz] --url http://127.0.0.1:6006
 """
 
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 from datetime import datetime
 from pathlib import Path
@@ -32,7 +33,8 @@ def send(path: str, url: str, project: str) -> int:
                         set_global_tracer_provider=False, verbose=False)
     tracer = provider.get_tracer("ragwatch.phoenix_send_traces")
     sent = 0
-    lines = Path(path).read_text(encoding="utf-8").splitlines()
+    raw = Path(path).read_bytes()
+    lines = (gzip.decompress(raw) if path.endswith(".gz") else raw).decode("utf-8").splitlines()  # .gz as is
     for line in lines:
         try:
             row = json.loads(line)

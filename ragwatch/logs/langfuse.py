@@ -24,7 +24,16 @@ from pathlib import Path
 from typing import Any
 
 from ragwatch.logs.feedback_parse import parse_feedback
-from ragwatch.logs.records import BadRow, Feedback, LogContext, LogReadResult, LogRecord, finish, parse_timestamp
+from ragwatch.logs.records import (
+    BadRow,
+    Feedback,
+    LogContext,
+    LogReadResult,
+    LogRecord,
+    finish,
+    parse_timestamp,
+    string_list,
+)
 from ragwatch.logs.traces import ANSWER_KEYS, QUESTION_KEYS, load_objects, maybe_json, text_of
 
 FEEDBACK_SCORES = ("user_feedback", "user-feedback", "feedback", "thumbs", "rating")
@@ -87,6 +96,7 @@ def _record(trace: dict[str, Any], where: str, feedback_scores: Sequence[str],
         trace_id=str(trace["id"]), question=question, answer=str(answer or ""),
         contexts=[c for o in retrievers for c in _documents(o)], timestamp=parse_timestamp(when),
         reference_answer=metadata.get("reference_answer"), system_version=None if version is None else str(version),
+        relevant=string_list(metadata.get("relevant"), "relevant"),
         feedback=_feedback(trace.get("scores") or [], feedback_scores, feedback_scale), where=where,
     )
     return record, where, None

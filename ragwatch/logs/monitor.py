@@ -16,6 +16,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from ragwatch.artifacts import MetricGroup
+from ragwatch.judges import JudgesConfig
 from ragwatch.logs.drift import DriftComparison, compare_windows
 from ragwatch.logs.evaluate import evaluate_logged, log_samples
 from ragwatch.logs.feedback import FeedbackSummary, attach_feedback
@@ -38,11 +39,16 @@ class WindowEvaluation(BaseModel):
 
 
 def evaluate_window(window: LogWindow, config: MonitorConfig, embedder: Any = None) -> WindowEvaluation:
-    """The window's sampled answers, measured as they were given (no generator call)."""
+    """The window's answers, measured as they were given (no generator call): the judges (and the
+    feedback they are labelled with) on the sample, the metrics that need no LLM call on every answer."""
     if not window.records:
         return WindowEvaluation(window=window, metrics=MetricGroup(group="logged", details={"generator_calls": 0}))
     samples = log_samples(window.records)
     group = evaluate_logged(samples, config.judges, config.match, embedder)
+    if window.unsampled:  # the budget is about LLM calls: what costs none is measured on the whole window
+        whole = evaluate_logged(log_samples(window.all_records), JudgesConfig(enabled=[]), config.match)
+        group.metrics.update(whole.metrics)
+        group.details["n_answers_costless"] = len(window.all_records)
     metrics, feedback = attach_feedback(group.metrics, samples, config.feedback)
     return WindowEvaluation(window=window, metrics=group.model_copy(update={"metrics": metrics}), feedback=feedback)
 
@@ -106,7 +112,8 @@ class MonitorReport(BaseModel):
                 comparison.label, f"drift_{comparison.label.replace(' ', '_')}")
             out[key] = {r.metric: {k: v for k, v in {"diff": r.diff, "diff_low": r.diff_low, "diff_high": r.diff_high,
                                                      "verdict": r.verdict, "n_new": r.n_new, "n_old": r.n_old,
-                                                     "method": "unpaired"}.items() if v is not None}
+                                                     "level": r.level, "method": "unpaired"}.items()
+                                         if v is not None}
                         for r in comparison.rows}
         out["feedback"] = {f.kind: {"score": f.score, "ci_low": f.ci_low, "ci_high": f.ci_high, "n": f.n,
                                     "labels": f.labels or "none"} for f in self.feedback.figures}
@@ -152,7 +159,7 @@ def version_comparisons(current: WindowEvaluation, config: MonitorConfig) -> lis
     different questions)."""
     order: list[str] = []
     ids: dict[str, set[str]] = {}
-    for record in current.window.records:
+    for record in current.window.all_records:  # a metric's own items pick its answers (sample or all)
         version = record.system_version or "unversioned"
         if version not in ids:
             order.append(version)

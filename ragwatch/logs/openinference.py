@@ -20,7 +20,15 @@ from pathlib import Path
 from typing import Any
 
 from ragwatch.logs.feedback_parse import parse_feedback
-from ragwatch.logs.records import BadRow, LogContext, LogReadResult, LogRecord, finish, parse_timestamp
+from ragwatch.logs.records import (
+    BadRow,
+    LogContext,
+    LogReadResult,
+    LogRecord,
+    finish,
+    parse_timestamp,
+    string_list,
+)
 from ragwatch.logs.traces import ANSWER_KEYS, QUESTION_KEYS, flatten, load_objects, maybe_json, text_of
 
 _DOC = re.compile(r"^retrieval\.documents\.(\d+)\.document\.(content|id|score|metadata)(?:\.(.+))?$")
@@ -141,7 +149,7 @@ def _record(trace_id: str, spans: list[Span], where: str) -> tuple[LogRecord | N
     record = LogRecord(
         trace_id=trace_id, question=question, answer=str(answer or ""), contexts=contexts,
         timestamp=parse_timestamp(root.start_time), system_version=None if version is None else str(version),
-        reference_answer=metadata.get("reference_answer"),
+        reference_answer=metadata.get("reference_answer"), relevant=string_list(metadata.get("relevant"), "relevant"),
         feedback=parse_feedback(metadata.get("feedback"), metadata.get("feedback_scale")), where=where,
         metadata={"root_span_id": root.span_id},
     )

@@ -9,6 +9,7 @@ from ragwatch.logs.langfuse import read_langfuse
 from ragwatch.logs.openinference import read_openinference
 from ragwatch.logs.records import LogReadResult
 from ragwatch.logs.tabular import read_tabular
+from ragwatch.rows import data_suffix
 
 
 def read_log(settings: LogSettings) -> LogReadResult:
@@ -23,7 +24,7 @@ def read_log(settings: LogSettings) -> LogReadResult:
         raise FileNotFoundError(f"logs.path: {path} is not a file")
     fmt = settings.format
     if fmt == "auto":
-        fmt = "csv" if path.suffix.lower() == ".csv" else "jsonl"
+        fmt = "csv" if data_suffix(path) == ".csv" else "jsonl"
     if fmt in ("jsonl", "csv"):
         return read_tabular(path, settings.columns, csv_format=fmt == "csv", feedback_scale=settings.feedback_scale)
     if fmt == "openinference":

@@ -16,6 +16,7 @@ Outcomes (the keys of `LogReadResult.counts`):
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from datetime import UTC, datetime
 from typing import Any, Literal
@@ -160,3 +161,17 @@ def finish(result: LogReadResult, candidates: list[tuple[LogRecord | None, str, 
         first[record.trace_id] = where
         result.records.append(record)
     return result
+
+
+def string_list(value: Any, name: str) -> list[str]:
+    """A list of ids or sources: a list, a JSON list in a string, or one string; ValueError otherwise."""
+    if value is None or value == "":
+        return []
+    if isinstance(value, str):
+        try:
+            value = json.loads(value) if value.strip().startswith("[") else [value]
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"{name} is not a JSON list ({exc.msg})") from exc
+    if not isinstance(value, list):
+        raise ValueError(f"{name} must be a list of ids or sources, got {type(value).__name__}")
+    return [str(v) for v in value]

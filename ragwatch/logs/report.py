@@ -57,7 +57,9 @@ def report_html(report: MonitorReport) -> str:
     for comparison in report.comparisons:
         parts.append(f"<h2>{esc(comparison.label)}: {esc(comparison.new_window)} vs {esc(comparison.old_window)}</h2>"
                      f"<p>Unpaired comparison (different questions): MOVER intervals, "
-                     f"{comparison.confidence:.0%} for the whole window (Bonferroni over its metrics).</p>"
+                     f"\"drift\" at {comparison.confidence:.0%} for the whole window (Holm over its metrics); "
+                     f"\"no drift\": the change ruled out beyond the tolerance, {comparison.confidence:.0%} "
+                     "per metric (two one-sided tests).</p>"
                      "<table><tr><th>metric</th><th>new</th><th>old</th><th>difference [interval]</th>"
                      "<th>n new / old</th><th>verdict</th><th>note</th></tr>")
         for r in comparison.rows:

@@ -1,7 +1,7 @@
 """The `monitor` configuration: which log, which windows, what is measured, and what counts as drift.
 
 Example (configs/monitor.yaml):
-    logs: {path: ../data/sample/logs/answers.jsonl, format: jsonl}
+    logs: {path: ../data/sample/logs/answers.jsonl.gz, format: jsonl}
     window: {length: 1d, budget: 150, seed: 0}
     drift: {tolerance: 0.1}
 """
@@ -51,9 +51,10 @@ class WindowSettings(_Strict):
 
 
 class DriftSettings(_Strict):
-    """"drift": the interval of the difference excludes 0; "no drift": it lies within
-    +-tolerance (a share of the metric's scale: 0.1 is 0.1 on a 0-1 metric, 0.4 on a 1-5 one);
-    "undecided": neither. `confidence` holds for the whole window (Bonferroni over its metrics)."""
+    """"drift": the interval of the difference excludes 0 (Holm over the window's metrics: `confidence`
+    holds for the whole window); "no drift": the interval at `1 - 2 (1 - confidence)` lies within
+    +-tolerance (a share of the metric's scale: 0.1 is 0.1 on a 0-1 metric, 0.4 on a 1-5 one; two
+    one-sided tests, each metric at `confidence`); "undecided": neither."""
 
     tolerance: float = Field(default=0.1, gt=0, lt=1)
     confidence: float = Field(default=0.95, gt=0.5, lt=1)

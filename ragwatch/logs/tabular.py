@@ -18,8 +18,16 @@ from typing import Any
 
 from ragwatch.log_settings import LogColumns
 from ragwatch.logs.feedback_parse import parse_feedback
-from ragwatch.logs.records import BadRow, LogContext, LogReadResult, LogRecord, finish, parse_timestamp
-from ragwatch.rows import read_rows
+from ragwatch.logs.records import (
+    BadRow,
+    LogContext,
+    LogReadResult,
+    LogRecord,
+    finish,
+    parse_timestamp,
+    string_list,
+)
+from ragwatch.rows import data_suffix, read_rows
 
 
 def read_tabular(path: str | Path, columns: LogColumns | None = None, *, csv_format: bool | None = None,
@@ -27,7 +35,7 @@ def read_tabular(path: str | Path, columns: LogColumns | None = None, *, csv_for
     """Every row of a JSONL or CSV log as a record or a bad row (never raised, never dropped)."""
     columns = columns or LogColumns()
     path = Path(path)
-    is_csv = path.suffix.lower() == ".csv" if csv_format is None else csv_format
+    is_csv = data_suffix(path) == ".csv" if csv_format is None else csv_format
     result = LogReadResult(source=str(path), format="csv" if is_csv else "jsonl")
     candidates: list[tuple[LogRecord | None, str, str | None]] = []
     for line, row in read_rows(path, csv_format=is_csv):
@@ -81,7 +89,7 @@ def _record(row: dict[str, Any], c: LogColumns, where: str, feedback_scale: tupl
         contexts=parse_log_contexts(raw_contexts, c), timestamp=parse_timestamp(raw_time),
         reference_answer=_text(row, c.reference_answer),
         feedback=parse_feedback(_get(row, c.feedback), scale if scale not in (None, "") else feedback_scale),
-        system_version=_text(row, c.system_version), relevant=_string_list(_get(row, c.relevant), "relevant"),
+        system_version=_text(row, c.system_version), relevant=string_list(_get(row, c.relevant), "relevant"),
         where=where,
     )
     return record, where, None
@@ -117,15 +125,3 @@ def parse_log_contexts(raw: Any, c: LogColumns | None = None) -> list[LogContext
 def _opt(value: Any) -> str | None:
     return None if value is None else str(value)
 
-
-def _string_list(value: Any, name: str) -> list[str]:
-    if value is None or value == "":
-        return []
-    if isinstance(value, str):
-        try:
-            value = json.loads(value) if value.strip().startswith("[") else [value]
-        except json.JSONDecodeError as exc:
-            raise ValueError(f"{name} is not a JSON list ({exc.msg})") from exc
-    if not isinstance(value, list):
-        raise ValueError(f"{name} must be a list of ids or sources, got {type(value).__name__}")
-    return [str(v) for v in value]

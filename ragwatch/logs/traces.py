@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from ragwatch.logs.records import BadRow, LogReadResult
+from ragwatch.rows import open_text
 
 QUESTION_KEYS = ("question", "query", "query_str", "input", "user_input", "text", "content")
 ANSWER_KEYS = ("answer", "output", "response", "result", "text", "content", "completion")
@@ -17,7 +18,8 @@ ANSWER_KEYS = ("answer", "output", "response", "result", "text", "content", "com
 def load_objects(path: Path, result: LogReadResult, list_keys: tuple[str, ...]) -> list[tuple[str, dict[str, Any]]]:
     """The objects of a JSON file (one object, a list, or a list under one of `list_keys`) or of a JSONL
     file (one per line), each with where it was read; what is not an object becomes a malformed bad row."""
-    text = path.read_text(encoding="utf-8-sig")
+    with open_text(path) as handle:
+        text = handle.read()
     try:
         data = json.loads(text)
     except json.JSONDecodeError:

@@ -2,8 +2,10 @@
 
 A window is `[start, end)`. The evaluated window ends at `at` (default: the end of the UTC day of the
 newest record); the previous window is the one before it; the reference window starts at `reference`
-(default: the first window of the log, aligned on the same grid). Each window is sampled to the budget
-by simple random sampling without replacement (seeded by the seed and the window's start), so every
+(default: the first window of the log, aligned on the same grid). The budget is about LLM calls: the
+metrics that need none (retrieval, lexical) are measured on every answer of the window (`all_records`,
+inclusion probability 1); the judges score a sample of `budget` answers (`records`), drawn by simple
+random sampling without replacement (seeded by the seed, the window's start and its label), so every
 answer of a window had the same chance, `inclusion_prob = n / N`, and the sample mean is unbiased for
 the window's mean.
 
@@ -32,9 +34,15 @@ class LogWindow(BaseModel):
     label: str  # "current", "previous", "reference", or a system version
     start: datetime
     end: datetime
-    records: list[LogRecord] = Field(default_factory=list)
+    records: list[LogRecord] = Field(default_factory=list)  # the sample the judges score
+    unsampled: list[LogRecord] = Field(default_factory=list)  # the window's other answers (costless metrics only)
     n_population: int = 0  # answers logged in the window
     seed: int = 0
+
+    @property
+    def all_records(self) -> list[LogRecord]:
+        """Every answer of the window, in time order."""
+        return sorted([*self.records, *self.unsampled], key=lambda r: (r.timestamp, r.trace_id))
 
     @property
     def inclusion_prob(self) -> float:
@@ -48,8 +56,9 @@ class LogWindow(BaseModel):
         return f"{self.start.isoformat(timespec='minutes')} to {self.end.isoformat(timespec='minutes')}"
 
     def describe(self) -> str:
-        return (f"{self.label} window {self.name}: {len(self.records)} of {self.n_population} answers "
-                f"(inclusion probability {self.inclusion_prob:.3g})")
+        return (f"{self.label} window {self.name}: {len(self.records)} of {self.n_population} answers sampled for "
+                f"the judges (inclusion probability {self.inclusion_prob:.3g}); the metrics that need no LLM call "
+                f"on all {self.n_population}")
 
 
 class Windows(BaseModel):
@@ -74,7 +83,9 @@ def window_of(records: Sequence[LogRecord], label: str, start: datetime, end: da
     key = hashlib.sha256(f"{seed}|{start.isoformat()}|{label}".encode()).hexdigest()
     chosen = inside if len(inside) <= budget else random.Random(int(key[:16], 16)).sample(inside, budget)
     chosen.sort(key=lambda r: (r.timestamp, r.trace_id))
-    return LogWindow(label=label, start=start, end=end, records=chosen, n_population=len(inside), seed=seed)
+    picked = {r.trace_id for r in chosen}
+    return LogWindow(label=label, start=start, end=end, records=chosen, n_population=len(inside), seed=seed,
+                     unsampled=[r for r in inside if r.trace_id not in picked])
 
 
 def select_windows(records: Sequence[LogRecord], settings: WindowSettings, at: str | None = None,
@@ -102,13 +113,16 @@ def select_windows(records: Sequence[LogRecord], settings: WindowSettings, at: s
 
 
 def by_version(window: LogWindow) -> dict[str, LogWindow]:
-    """The window's sample split by `system_version` (records without one under "unversioned")."""
-    groups: dict[str, list[LogRecord]] = {}
-    for record in window.records:
-        groups.setdefault(record.system_version or "unversioned", []).append(record)
-    population = window.n_population
+    """The window split by `system_version` (records without one under "unversioned"): each version's
+    sampled and unsampled answers (a simple random sample of the window is one of each version too)."""
+    def split(records: list[LogRecord]) -> dict[str, list[LogRecord]]:
+        groups: dict[str, list[LogRecord]] = {}
+        for record in records:
+            groups.setdefault(record.system_version or "unversioned", []).append(record)
+        return groups
+
+    sampled, unsampled = split(window.records), split(window.unsampled)
     return {version: window.model_copy(update={
-        "label": f"version {version}", "records": recs,
-        # the sample was drawn over the whole window: each version's share of it stands for its share of the window
-        "n_population": round(population * len(recs) / len(window.records)) if window.records else 0})
-        for version, recs in groups.items()}
+        "label": f"version {version}", "records": sampled.get(version, []), "unsampled": unsampled.get(version, []),
+        "n_population": len(sampled.get(version, [])) + len(unsampled.get(version, []))})
+        for version in dict.fromkeys([*sampled, *unsampled])}

@@ -1,5 +1,5 @@
 """Logged answers evaluate as they were answered: zero generator calls, and the same figures as the
-same answers given by a callable system; windows, sampling and the unpaired drift verdicts."""
+same answers given by a callable system; windows and sampling (the drift verdicts: test_logs_drift.py)."""
 
 from __future__ import annotations
 
@@ -12,15 +12,13 @@ import pytest
 
 from ragwatch.judges import JudgesConfig
 from ragwatch.llm.types import LLMSettings
-from ragwatch.logs.drift import compare_windows
 from ragwatch.logs.evaluate import NO_RELEVANCE, evaluate_answers, evaluate_logged, log_samples, logged_answer
 from ragwatch.logs.records import LogContext, LogRecord
-from ragwatch.logs.settings import DriftSettings, WindowSettings
+from ragwatch.logs.settings import WindowSettings
 from ragwatch.logs.tabular import read_tabular
 from ragwatch.logs.window import by_version, select_windows
 from ragwatch.rag import CallableRAG, RagSettings, build_rag
 from ragwatch.rag.logged import LoggedRAG
-from ragwatch.results import ItemScore, MetricInfo, MetricResult
 
 LOGS = Path(__file__).resolve().parent.parent / "data" / "logs"
 
@@ -107,37 +105,29 @@ def test_versions_split_the_window():
     records = _records(10, day, "v1") + _records(5, day, "v2")
     groups = by_version(select_windows(records, WindowSettings()).current)
     assert {v: len(w.records) for v, w in groups.items()} == {"v1": 10, "v2": 5}
+    sampled = by_version(select_windows(records, WindowSettings(budget=6)).current)
+    assert {v: w.n_population for v, w in sampled.items()} == {"v1": 10, "v2": 5}  # counted, not guessed
+    assert sum(len(w.records) for w in sampled.values()) == 6
 
 
-def _metric(name: str, values: list[float], binary: bool = False) -> MetricResult:
-    items = [ItemScore(item_id=str(i), score=v) for i, v in enumerate(values)]
-    return MetricResult.from_items(name, items, info=MetricInfo(binary=binary))
+def test_costless_metrics_see_the_whole_window_and_judges_the_sample(tmp_path, monkeypatch):
+    """The budget bounds LLM calls: context support is measured on all 40 answers, the judge on the 10 sampled."""
+    from ragwatch.logs.monitor import evaluate_window
+    from ragwatch.logs.settings import MonitorConfig
 
-
-def test_drift_verdicts_are_unpaired_and_say_so():
-    rng = random.Random(0)
-    same_a = [rng.random() * 0.2 + 0.7 for _ in range(400)]
-    same_b = [rng.random() * 0.2 + 0.7 for _ in range(400)]
-    worse = [rng.random() * 0.2 + 0.4 for _ in range(400)]
-    few = [0.5, 0.9, 0.1]
-    cmp = compare_windows({"a": _metric("a", same_a), "b": _metric("b", worse), "c": _metric("c", few)},
-                          {"a": _metric("a", same_b), "b": _metric("b", same_b), "c": _metric("c", [0.2, 0.8, 0.4])},
-                          DriftSettings(tolerance=0.05), new_window="2026-11-20", old_window="2026-11-19")
-    verdicts = {r.metric: (r.verdict, r.direction) for r in cmp.rows}
-    assert verdicts == {"a": ("no drift", ""), "b": ("drift", "worse"), "c": ("undecided", "")}
-    assert all("unpaired" in r.method for r in cmp.rows) and cmp.rows[0].level == pytest.approx(1 - 0.05 / 3)
-    assert "unpaired" in cmp.text() and cmp.drifted == ["b"]
-
-
-def test_same_system_windows_rarely_read_drift():
-    """The false alarm rate of a window comparison (any metric) stays near 1 - confidence."""
-    alarms = 0
-    for rep in range(200):
-        rng = random.Random(rep)
-        new = {m: _metric(m, [float(rng.random() < 0.7) for _ in range(60)], binary=True) for m in "xyz"}
-        old = {m: _metric(m, [float(rng.random() < 0.7) for _ in range(60)], binary=True) for m in "xyz"}
-        alarms += bool(compare_windows(new, old).drifted)
-    assert alarms / 200 <= 0.08
+    monkeypatch.setenv("RAGWATCH_CACHE_DIR", str(tmp_path))
+    day = datetime(2026, 11, 20, tzinfo=UTC)
+    window = select_windows(_records(40, day, support=0.7), WindowSettings(budget=10, seed=1)).current
+    assert len(window.records) == 10 and len(window.all_records) == 40 and window.inclusion_prob == 0.25
+    assert "10 of 40 answers sampled for the judges" in window.describe()
+    config = MonitorConfig(logs={"path": str(LOGS / "answers.jsonl")}, judges=_judge(4))
+    metrics = evaluate_window(window, config).metrics
+    support = metrics.metrics["answer/context_support"]
+    assert support.n_scored == 40  # every answer: no LLM call needed
+    assert metrics.metrics["answer_relevance"].n_scored == 10  # the judge: the sample only
+    assert metrics.details["usage"]["calls"] == 10
+    whole = evaluate_logged(log_samples(window.all_records), JudgesConfig(enabled=[])).metrics
+    assert support.score == whole["answer/context_support"].score
 
 
 def test_feedback_labels_the_metric_it_means_and_the_rest_is_reported_beside(tmp_path, monkeypatch):
@@ -163,15 +153,3 @@ def test_feedback_labels_the_metric_it_means_and_the_rest_is_reported_beside(tmp
     assert all(f.labels is None and "not measured" in f.note for f in alone.figures)
     with pytest.raises(ValueError, match="do not see the retrieved contexts"):
         FeedbackSettings(thumbs_metric="faithfulness")
-
-
-def test_no_drift_is_rarely_claimed_for_a_change_as_large_as_the_tolerance():
-    """The equivalence side (TOST): with a true change exactly at the tolerance, "no drift" stays rare
-    (at most its error rate, 5% for one metric)."""
-    claims = 0
-    for rep in range(300):
-        rng = random.Random(10_000 + rep)
-        new = {"m": _metric("m", [float(rng.random() < 0.6) for _ in range(400)], binary=True)}
-        old = {"m": _metric("m", [float(rng.random() < 0.7) for _ in range(400)], binary=True)}
-        claims += compare_windows(new, old, DriftSettings(tolerance=0.1)).rows[0].verdict == "no drift"
-    assert claims / 300 <= 0.08

@@ -113,3 +113,22 @@ def test_settings_and_durations(tmp_path):
         parse_duration("a day")
     with pytest.raises(FileNotFoundError, match="not a file"):
         read_log(LogSettings(path=str(tmp_path / "none.jsonl")))
+
+
+def test_the_committed_sample_log_is_the_same_in_every_format():
+    """data/sample/logs (gzip, read as is): 540 answers over 6 days; relevance and references travel in
+    the trace formats' metadata, so every format yields the same records."""
+    sample = LOGS.parents[2] / "data" / "sample" / "logs"
+    jsonl = read_log(LogSettings(path=str(sample / "answers.jsonl.gz")))
+    assert jsonl.counts["kept"] == 540 and len({r.timestamp.date() for r in jsonl.records}) == 6
+    assert all(r.relevant and r.reference_answer for r in jsonl.records)
+
+    def rows(result):  # trace ids differ: OpenInference's are hex
+        return sorted((r.question, r.answer, r.reference_answer, tuple(r.relevant), r.system_version, r.timestamp,
+                       tuple((c.text, c.id, c.source) for c in r.contexts), r.feedback) for r in result.records)
+
+    formats = (("answers.csv.gz", "auto"), ("spans.jsonl.gz", "openinference"), ("langfuse.json.gz", "langfuse"))
+    for name, fmt in formats:
+        other = read_log(LogSettings(path=str(sample / name), format=fmt))
+        assert other.counts["kept"] == 540, (name, other.counts)
+        assert rows(other) == rows(jsonl), name

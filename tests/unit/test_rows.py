@@ -27,3 +27,18 @@ def test_csv_rows_keep_the_line_they_start_on(tmp_path):
 def test_an_unknown_suffix_is_refused(tmp_path):
     with pytest.raises(ValueError, match=r"\.csv or \.jsonl"):
         read_rows(tmp_path / "rows.xlsx")
+
+
+def test_gzip_files_read_as_the_file_they_hold(tmp_path):
+    import gzip
+
+    from ragwatch.rows import data_suffix
+
+    for name, text in (("rows.jsonl.gz", '{"a": 1}\n{bad\n'), ("rows.csv.gz", "a,b\n1,2\n")):
+        path = tmp_path / name
+        with gzip.open(path, "wt", encoding="utf-8") as out:
+            out.write(text)
+        rows = list(read_rows(path))
+        assert rows[0] in ((1, {"a": 1}), (2, {"a": "1", "b": "2"})), rows
+    suffixes = (data_suffix("x/answers.CSV.gz"), data_suffix("spans.jsonl"), data_suffix("log.gz"))
+    assert suffixes == (".csv", ".jsonl", "")
