@@ -27,8 +27,12 @@ too, a little conservatively). Each bootstrap replicate carries three sources of
 - the run's sampling: the run's items resampled;
 - the readers' own: a calibrated P is the expected label, not the label. Each replicate draws the
   labels Y* ~ Bernoulli(P) of the run's units and adds the residual mean(Y*) - mean(P). Statements of
-  one answer share a uniform draw (comonotone: the most positive correlation the marginals allow), a
-  conservative bound on the within-answer correlation the features do not explain.
+  one answer are correlated beyond their features (the answer's own quality); the correlation rho of
+  the residuals Y - P within answers is estimated on the calibration set under each replicate's refit
+  and weights (so its own uncertainty is resampled too), and a replicate's statements of one answer
+  share their uniform draw with probability sqrt(rho) (pairwise label correlation ~rho). An answer
+  whose statements are all alike counts as one: with no pair of statements in the calibration set the
+  correlation cannot be estimated and the draw is comonotone (rho = 1, the bound).
 
 For a run of a system the calibration set does not hold, a fourth: the between-system bias
 (`system_transfer`), estimated from leave-one-system-out errors on the calibration set and drawn as a
@@ -153,10 +157,11 @@ def fit_logistic(x: np.ndarray, y: np.ndarray, weights: np.ndarray | None = None
     penalty = l2 * np.eye(d)
     penalty[0, 0] = 0.0
     coef = np.zeros((b, d))
+    outer = (design[:, :, None] * design[:, None, :]).reshape(len(y), d * d)  # one matrix product per step
     for _ in range(_NEWTON_STEPS):
         p = _sigmoid(coef @ design.T)
         grad = (w * (y - p)) @ design - coef @ penalty
-        hess = np.einsum("bn,ni,nj->bij", w * p * (1 - p), design, design) + penalty + 1e-9 * np.eye(d)
+        hess = ((w * p * (1 - p)) @ outer).reshape(b, d, d) + penalty + 1e-9 * np.eye(d)
         step = np.linalg.solve(hess, grad[..., None])[..., 0]
         coef += step
         if np.max(np.abs(step)) < 1e-9:
@@ -294,18 +299,36 @@ def _replicates(cal: CalibrationSet, x_run: np.ndarray, items: np.ndarray, *, me
     if not np.isfinite(point):
         raise ValueError(f"method {method!r}: the calibration set does not separate the classes enough "
                          f"(true minus false positive rate below {_MIN_GAP}) to correct a share")
-    replicates = values[1:] + reader_residual(p_run[1:], index, run_w[1:], rng)
+    rho = answer_correlation(predict_logistic(coef[1:], cal.x), cal.y, cal.groups, cal_w[1:])
+    replicates = values[1:] + reader_residual(p_run[1:], index, run_w[1:], rho, rng)
     return point, replicates[np.isfinite(replicates)]
 
 
-def reader_residual(p: np.ndarray, item_index: np.ndarray, w: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-    """Per replicate, the weighted mean of Y* - P over the run's units, Y* ~ Bernoulli(P) (p, w: (B, m)).
+def answer_correlation(p: np.ndarray, y: np.ndarray, groups: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """Per replicate, the correlation of the residuals Y - P between two statements of one answer, by
+    the method of moments over the calibration set's answers (p, w: (B, n); a group's units share a
+    weight, its bootstrap count): sum over answers of the residuals' cross products over the same sum
+    of sqrt(P (1 - P)) products, clipped to [0, 1]; 1 (the bound) where no answer has two statements."""
+    _, g = np.unique(groups, return_inverse=True)
+    one_hot = np.eye(int(g.max()) + 1)[g]  # (n, groups)
+    r, s = np.asarray(y, dtype=float) - p, np.sqrt(p * (1 - p))
 
-    The units of an item share one uniform draw (comonotone labels): the features leave an answer's
-    own quality partly unexplained, so its statements' labels are positively correlated, by an amount
-    a few dozen answers cannot pin down; the comonotone draw is the largest variance the marginals allow.
+    def cross(v: np.ndarray) -> np.ndarray:  # per replicate and group: (sum v)^2 - sum v^2
+        return (v @ one_hot) ** 2 - (v * v) @ one_hot
+
+    gw = w @ one_hot / one_hot.sum(0)  # a group's units share its count
+    num, den = (gw * cross(r)).sum(1), (gw * cross(s)).sum(1)
+    return np.where(den > 1e-12, np.clip(num / np.where(den > 1e-12, den, 1.0), 0.0, 1.0), 1.0)
+
+
+def reader_residual(p: np.ndarray, item_index: np.ndarray, w: np.ndarray, rho: np.ndarray,
+                    rng: np.random.Generator) -> np.ndarray:
+    """Per replicate, the weighted mean of Y* - P over the run's units, Y* ~ Bernoulli(P) (p, w: (B, m));
+    a unit uses its item's shared uniform draw with probability sqrt(rho) (rho: (B,)), its own otherwise.
     For `acc` and `pacc`, which have no per-unit probability, the calibrated P stands in."""
-    u = rng.random((p.shape[0], int(item_index.max()) + 1))[:, item_index]
+    shared = rng.random((p.shape[0], int(item_index.max()) + 1))[:, item_index]
+    own = rng.random(p.shape)
+    u = np.where(rng.random(p.shape) < np.sqrt(rho)[:, None], shared, own)
     return (w * ((u < p) - p)).sum(axis=1)
 
 
