@@ -5,9 +5,10 @@ or item_id, label, p_judge, lexical, no_claim, absent_terms, ...; optionally sys
 `scripts/refit_faithfulness_calibration.py` ships them. Candidates (`ragwatch.statistics.level`):
 the verdict share (today's headline), `pcc` (mean calibrated P(supported), a plain maximum-likelihood
 logistic fit), `acc` (Rogan-Gladen: the verdict share corrected by sensitivity and specificity),
-`pacc` (the same correction of the mean probability) and `em` (calibrated probabilities adjusted to
-the run's prevalence). The verdicts are the shipped verifier's: a class-balanced logistic fit, its
-cut-off of best balanced accuracy, under the rules, refitted on each training part.
+`pacc` (the same correction of the mean probability), `em` (calibrated probabilities adjusted to
+the run's prevalence) and `blend` (the mean of pcc and pacc). The verdicts are the shipped verifier's:
+a class-balanced logistic fit, its cut-off of best balanced accuracy, under the rules, refitted on each
+training part.
 
 1. cross-fitted by answer (folds of answers, repeated with other seeds): each method's level of the
    held-out answers against the readers' mean item faithfulness of those answers; bias, mean absolute
@@ -65,8 +66,7 @@ FEATS = [LEVEL_FEATURES]  # the level model's inputs (`--features` changes them 
 FEATURE_SETS = (("judge_logit", "lexical"), ("judge_logit", "lexical", "vetoed"),
                 ("judge_logit", "lexical", "vetoed", "uncited"), ("judge_logit", "lexical", "vetoed", "missing_terms"),
                 ("lexical", "vetoed"))
-BLEND = "pcc+pacc"  # point only: the mean of pcc and pacc, measured as a compromise between the two
-CANDIDATES = ("verdict_share", *METHODS, BLEND)
+CANDIDATES = ("verdict_share", *METHODS)
 
 
 def load_records(paths: Sequence[Path]) -> list[dict[str, Any]]:
@@ -121,7 +121,6 @@ def point_levels(parts: dict[str, Any], test: Sequence[dict[str, Any]], items: S
     for m in METHODS:
         out[m] = float(levels(m, predict_logistic(coef, x), w, p_cal=predict_logistic(coef, cal.x), y_cal=cal.y,
                               w_cal=np.ones((1, len(cal.y))), v_run=v, v_cal=cal.verdicts)[0])
-    out[BLEND] = (out["pcc"] + out["pacc"]) / 2 if np.isfinite(out["pacc"]) else out["pcc"]
     return out
 
 
@@ -326,7 +325,57 @@ def residual_check(records: list[dict[str, Any]], folds: int) -> list[str]:
         como.append(c)
     return ["", "### 7. The readers' residual within answers (cross-fitted, 5 seeds)", "",
             f"sum over answers of the squared mean residual Y - P: observed {np.mean(obs):.2f}; independent labels "
-            f"predict {np.mean(indep):.2f}; comonotone labels (the interval's bound) {np.mean(como):.2f}"]
+            f"predict {np.mean(indep):.2f}; comonotone labels (rho = 1, the bound) {np.mean(como):.2f}"]
+
+
+def own_system(records: list[dict[str, Any]], *, folds: int, repeats: int, resamples: int) -> list[str]:
+    """A run of a system the calibration holds: the pooled fit against one with the system's own
+    intercept (`CalibrationSet.with_system_column`), cross-fitted by answer, per system."""
+    systems = sorted({r["system"] for r in records})
+    if len(systems) < 2:
+        return []
+    tallies = {(s, own): Tally() for s in systems for own in (False, True)}
+    for rep in range(repeats):
+        parts_of = answer_folds(records, folds, seed=rep)
+        for k, test in enumerate(parts_of):
+            train = [r for j, p in enumerate(parts_of) if j != k for r in p]
+            parts = fit_parts(train)
+            for s in systems:
+                rows = [r for r in test if r["system"] == s]
+                if not rows or s not in parts["cal"].system_names():
+                    continue
+                items = [r["answer_id"] for r in rows]
+                t = truth(rows, items)
+                x = np.array([feature_vector(r, FEATS[0]) for r in rows])
+                v = np.array([verdict_of(r, parts["verdict_model"], None) for r in rows])
+                for own in (False, True):
+                    cal = parts["cal"].with_system_column(s) if own else parts["cal"]
+                    xr = np.hstack([x, np.ones((len(rows), 1))]) if own else x
+                    values = {}
+                    for m in METHODS:
+                        try:
+                            est = estimate_level(cal, xr, np.array(items), method=m, verdicts=v,
+                                                 resamples=resamples, seed=rep * 100 + k)
+                        except ValueError:
+                            est = None
+                        values[m] = float("inf") if est is None else est.estimate
+                        tallies[(s, own)].interval(m, est, t)
+                    tallies[(s, own)].errors.update({m: tallies[(s, own)].errors[m] + [values[m] - t]
+                                                     for m in METHODS})
+    out = ["", "### 1b. A system the calibration holds: pooled fit or the system's own intercept (cross-fitted "
+           "by answer, the held-out answers of each system)", "",
+           "| system | fit | " + " | ".join(f"{m} bias / RMSE / covers" for m in METHODS) + " |",
+           "|---|---|" + "---|" * len(METHODS)]
+    for (s, own), tally in tallies.items():
+        cells = []
+        for m in METHODS:
+            e = np.array([x for x in tally.errors[m] if np.isfinite(x)])
+            cov = tally.covered[m]
+            cells.append(f"{e.mean():+.3f} / {np.sqrt((e ** 2).mean()):.3f} / "
+                         f"{np.mean(cov):.2f}" if len(e) and cov else "-")
+        out.append(f"| {s} | {'own intercept' if own else 'pooled'} | " + " | ".join(cells) + " |")
+        SUMMARY[f"cross-fitted, answers of {s}, {'own intercept' if own else 'pooled'}"] = tally
+    return out
 
 
 def whole_set(records: list[dict[str, Any]], folds: int) -> list[str]:
@@ -401,6 +450,7 @@ def main(argv: list[str] | None = None) -> int:
     lines = feature_sets(records, args.folds)
     lines += cross_fitted(records, folds=args.folds, repeats=args.repeats, resamples=args.resamples,
                           interval_draws=args.interval_draws)
+    lines += own_system(records, folds=args.folds, repeats=args.repeats, resamples=args.resamples)
     lines += by_system(records, args.resamples)
     lines += whole_set(records, args.folds)
     lines += shipped_transfer(records, args.resamples)

@@ -14,6 +14,12 @@ Forman 2008, Bella et al. 2010, Saerens et al. 2002):
 - `pacc`: the same correction applied to the mean calibrated probability.
 - `em` (Saerens-Latinne-Decaestecker): the calibrated probabilities re-weighted to the run's own
   prevalence by expectation-maximization; right under the same assumption as `acc`, with less variance.
+- `blend`: the mean of `pcc` and `pacc`: half the prevalence correction. `pcc` is right when the
+  features moved with the prevalence and shrinks a run toward the calibration level when only the
+  prevalence moved; `pacc` is right in the second case and multiplies the noise by 1 / (m1 - m0).
+  Which happened is unknown, so each bootstrap replicate takes a share of the correction drawn from
+  Beta(1/2, 1/2) (most weight near either pure case): the interval reaches both (undefined where
+  `pacc` is).
 
 Every estimate is a weighted mean over units: a unit of an item with n units weighs 1 / (n * items), so
 the level is the mean of item shares, not the share of units.
@@ -60,8 +66,8 @@ from typing import Literal
 import numpy as np
 from pydantic import BaseModel
 
-Method = Literal["pcc", "acc", "pacc", "em"]
-METHODS: tuple[Method, ...] = ("pcc", "acc", "pacc", "em")
+Method = Literal["pcc", "acc", "pacc", "em", "blend"]
+METHODS: tuple[Method, ...] = ("pcc", "acc", "pacc", "em", "blend")
 DEFAULT_L2 = 1.0  # as scikit-learn's C=1: a light pull that keeps a separating flag's weight finite
 _NEWTON_STEPS = 50
 _EM_STEPS = 200
@@ -102,6 +108,16 @@ class CalibrationSet:
 
     def system_names(self) -> list[str]:
         return [] if self.systems is None else sorted({str(s) for s in self.systems})
+
+    def with_system_column(self, system: str) -> CalibrationSet:
+        """One more feature: 1 for the units of `system`, 0 for the others. A fit then gives that system
+        its own intercept shift, pulled toward the pooled fit by the L2 penalty (partial pooling); a
+        run of that system appends a column of ones to its features."""
+        if system not in self.system_names():
+            raise ValueError(f"system {system!r} is not in the calibration set (systems {self.system_names()})")
+        column = np.array([str(s) == system for s in self.systems], dtype=float)[:, None]
+        return CalibrationSet(x=np.hstack([self.x, column]), y=self.y, groups=self.groups, verdicts=self.verdicts,
+                              systems=self.systems)
 
 
 class Transfer(BaseModel):
@@ -218,9 +234,11 @@ def _levels(method: Method, p_run: np.ndarray, w_run: np.ndarray, p_cal: np.ndar
         tpr, fpr = (w_cal * v * y).sum(1) / pos, (w_cal * v * (1 - y)).sum(1) / neg
         share = (np.atleast_2d(np.asarray(v_run, dtype=float)) * w_run).sum(1)
         return _corrected(share, tpr, fpr)
-    if method == "pacc":
+    if method in ("pacc", "blend"):
         m1, m0 = (w_cal * p_cal * y).sum(1) / pos, (w_cal * p_cal * (1 - y)).sum(1) / neg
-        return _corrected((p_run * w_run).sum(1), m1, m0)
+        mean = (p_run * w_run).sum(1)
+        corrected = _corrected(mean, m1, m0)
+        return corrected if method == "pacc" else (mean + corrected) / 2
     if method == "em":
         prior = pos / (pos + neg)
         pi = prior.copy()
@@ -293,8 +311,13 @@ def _replicates(cal: CalibrationSet, x_run: np.ndarray, items: np.ndarray, *, me
              else np.ones((resamples, n_items)))
     run_w = np.vstack([item_weights(items), item_weights(items, draws)])
     p_run = predict_logistic(coef, x_run)
-    values = levels(method, p_run, run_w, p_cal=predict_logistic(coef, cal.x),
-                    y_cal=cal.y, w_cal=cal_w, v_run=verdicts, v_cal=cal.verdicts)
+    p_cal = predict_logistic(coef, cal.x)
+    values = levels(method, p_run, run_w, p_cal=p_cal, y_cal=cal.y, w_cal=cal_w, v_run=verdicts, v_cal=cal.verdicts)
+    if method == "blend":  # which shift moved the run is unknown: each replicate takes a share of the correction
+        pcc = levels("pcc", p_run, run_w, p_cal=p_cal, y_cal=cal.y, w_cal=cal_w)
+        pacc = levels("pacc", p_run, run_w, p_cal=p_cal, y_cal=cal.y, w_cal=cal_w)
+        share = np.r_[0.5, rng.beta(0.5, 0.5, size=resamples)]
+        values = np.where(np.isfinite(pacc), pcc + share * (pacc - pcc), np.inf)
     point = float(values[0])
     if not np.isfinite(point):
         raise ValueError(f"method {method!r}: the calibration set does not separate the classes enough "
