@@ -52,6 +52,8 @@ class LevelCheck(BaseModel):
                 f"({lv.n_calibration} labelled statements, {lv.n_calibration_groups} answers) resampled by answer "
                 f"and draws the readers' labels around the calibrated P(supported)"
                 + ("." if lv.transfer is None else
+                   f"; the transfer to another system is not measured ({lv.transfer.note}): [0, 1]."
+                   if lv.transfer.sd == float("inf") else
                    f"; it carries a between-system bias (sd {lv.transfer.sd:.3f}, {lv.transfer.df} systems).")
                 )
 
