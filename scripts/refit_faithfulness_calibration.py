@@ -10,8 +10,10 @@ from one judge model and prompt version; the rows are written to
 `calibration_data/README.md`, and `benchmarks/faithfulness_level.py` is run on it.
 
     python scripts/refit_faithfulness_calibration.py \
-        --features /work/helpers/data/features_default_dev.jsonl /work/helpers/data/features_new.jsonl \
-        --labels /work/helpers/data/labels_new.jsonl
+        --features data/judge_dev/rag_statements/features.jsonl data/judge_dev/rag_statements/features_new.jsonl
+
+Any number of feature files and systems (the rows' `system`); options it does not know go to the
+benchmark (`--repeats 3 --resamples 150` for a quick run).
 """
 
 from __future__ import annotations
@@ -73,7 +75,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--features", type=Path, nargs="+", required=True, help="feature rows (JSONL)")
     parser.add_argument("--labels", type=Path, nargs="*", default=[], help="label rows by statement_id (JSONL)")
     parser.add_argument("--no-benchmark", action="store_true", help="only write the data")
-    args = parser.parse_args(argv)
+    # any other option goes to benchmarks/faithfulness_level.py (e.g. --repeats 3 --resamples 150 on a busy machine)
+    args, benchmark_args = parser.parse_known_args(argv)
     features = [r for p in args.features for r in read_jsonl(p)]
     labels = [r for p in args.labels for r in read_jsonl(p)]
     judges = Counter((str(r.get("judge_model")), str(r.get("prompt_version"))) for r in features)
@@ -113,7 +116,7 @@ def main(argv: list[str] | None = None) -> int:
     if not args.no_benchmark:
         from faithfulness_level import main as benchmark
 
-        return benchmark(["--data", str(DATA_DIR / name)])
+        return benchmark(["--data", str(DATA_DIR / name), *benchmark_args])
     return 0
 
 

@@ -48,8 +48,14 @@ class LevelCheck(BaseModel):
                 f"[{lv.ci_low:.3f}, {lv.ci_high:.3f}] over {self.n_answers} answers ({self.n_statements} statements); "
                 f"labels: mean item faithfulness {self.labels_mean:.3f}, "
                 f"difference {lv.estimate - self.labels_mean:+.3f}, "
-                f"{inside} the interval{share}. The interval resamples the answers and refits the calibration "
-                f"({lv.n_calibration} labelled statements, {lv.n_calibration_groups} answers) resampled by answer.")
+                f"{inside} the interval{share}. The interval resamples the answers, refits the calibration "
+                f"({lv.n_calibration} labelled statements, {lv.n_calibration_groups} answers) resampled by answer "
+                f"and draws the readers' labels around the calibrated P(supported)"
+                + ("." if lv.transfer is None else
+                   f"; the transfer to another system is not measured ({lv.transfer.note}): [0, 1]."
+                   if lv.transfer.sd == float("inf") else
+                   f"; it carries a between-system bias (sd {lv.transfer.sd:.3f}, {lv.transfer.df} systems).")
+                )
 
 
 def answer_of(item: CalibrationItem) -> str:
@@ -78,7 +84,10 @@ def level_check(judge: Any, items: Sequence[CalibrationItem], result: MetricResu
             labels.setdefault(answer, []).append(float(item.faithful))
     if not raws:
         return None
-    level = statement_level(raws, answers, verdicts, calibration, threshold=getattr(judge, "support_threshold", None))
+    # a labelled file of any system: not known to be one the calibration data holds (its interval
+    # carries the between-system bias)
+    level = statement_level(raws, answers, verdicts, calibration, threshold=getattr(judge, "support_threshold", None),
+                            system=None)
     means = [sum(v) / len(v) for v in labels.values()]
     return LevelCheck(level=level, labels_mean=sum(means) / len(means), n_answers=len(labels),
                       n_statements=len(raws))

@@ -14,14 +14,38 @@ Forman 2008, Bella et al. 2010, Saerens et al. 2002):
 - `pacc`: the same correction applied to the mean calibrated probability.
 - `em` (Saerens-Latinne-Decaestecker): the calibrated probabilities re-weighted to the run's own
   prevalence by expectation-maximization; right under the same assumption as `acc`, with less variance.
+- `blend`: the mean of `pcc` and `pacc`: half the prevalence correction. `pcc` is right when the
+  features moved with the prevalence and shrinks a run toward the calibration level when only the
+  prevalence moved; `pacc` is right in the second case and multiplies the noise by 1 / (m1 - m0).
+  Which happened is unknown, so each bootstrap replicate takes a share of the correction drawn from
+  Beta(1/2, 1/2) (most weight near either pure case): the interval reaches both (undefined where
+  `pacc` is).
 
 Every estimate is a weighted mean over units: a unit of an item with n units weighs 1 / (n * items), so
 the level is the mean of item shares, not the share of units.
 
-The interval carries both uncertainties: each bootstrap replicate resamples the calibration set by group
-(all units of an answer together) and refits the model on it, and resamples the run's items; the
-interval is the replicates' 2.5% and 97.5% percentiles. Coverage: `tests/unit/test_level.py` (a seeded
-simulation whose run prevalence differs from the calibration set's).
+The interval is for the level careful readers would find on answers like the run's (the population
+the run's items are drawn from; it covers the readers' mean item faithfulness of the run's own answers
+too, a little conservatively). Each bootstrap replicate carries three sources of error:
+
+- the calibration's: the model refitted on the calibration set resampled by group (all units of an
+  answer together);
+- the run's sampling: the run's items resampled;
+- the readers' own: a calibrated P is the expected label, not the label. Each replicate draws the
+  labels Y* ~ Bernoulli(P) of the run's units and adds the residual mean(Y*) - mean(P). Statements of
+  one answer are correlated beyond their features (the answer's own quality); the correlation rho of
+  the residuals Y - P within answers is estimated on the calibration set under each replicate's refit
+  and weights (so its own uncertainty is resampled too), and a replicate's statements of one answer
+  share their uniform draw with probability sqrt(rho) (pairwise label correlation ~rho). An answer
+  whose statements are all alike counts as one: with no pair of statements in the calibration set the
+  correlation cannot be estimated and the draw is comonotone (rho = 1, the bound).
+
+For a run of a system the calibration set does not hold, a fourth: the between-system bias
+(`system_transfer`), estimated from leave-one-system-out errors on the calibration set and drawn as a
+scaled Student t with as many degrees of freedom as there are systems (with 2-3 systems the estimate
+is rough and the t makes the interval wide, as it should be). The interval is the replicates' 2.5%
+and 97.5% percentiles. Coverage: `tests/unit/test_level.py` (seeded simulations: a run whose prevalence
+differs from the calibration set's, and an unseen system whose calibration is shifted).
 
 Example:
     >>> import numpy as np
@@ -42,8 +66,8 @@ from typing import Literal
 import numpy as np
 from pydantic import BaseModel
 
-Method = Literal["pcc", "acc", "pacc", "em"]
-METHODS: tuple[Method, ...] = ("pcc", "acc", "pacc", "em")
+Method = Literal["pcc", "acc", "pacc", "em", "blend"]
+METHODS: tuple[Method, ...] = ("pcc", "acc", "pacc", "em", "blend")
 DEFAULT_L2 = 1.0  # as scikit-learn's C=1: a light pull that keeps a separating flag's weight finite
 _NEWTON_STEPS = 50
 _EM_STEPS = 200
@@ -53,12 +77,14 @@ _MIN_GAP = 0.05  # tpr - fpr (or m1 - m0) below this: the correction is undefine
 @dataclass(frozen=True)
 class CalibrationSet:
     """Labelled units: features `x` (n, p), labels `y` (n,), `groups` (n,) that resample together,
-    and optionally the shipped `verdicts` (n,) the `acc` correction needs."""
+    optionally the shipped `verdicts` (n,) the `acc` correction needs and the `systems` (n,) under test
+    that wrote them (what `system_transfer` leaves out in turn)."""
 
     x: np.ndarray
     y: np.ndarray
     groups: np.ndarray
     verdicts: np.ndarray | None = None
+    systems: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         n = len(self.y)
@@ -67,13 +93,53 @@ class CalibrationSet:
                              "must describe the same n units (x as an n x p matrix)")
         if self.verdicts is not None and len(self.verdicts) != n:
             raise ValueError(f"calibration set: {len(self.verdicts)} verdicts for {n} units")
+        if self.systems is not None and len(self.systems) != n:
+            raise ValueError(f"calibration set: {len(self.systems)} systems for {n} units")
         if n == 0 or self.y.all() or not self.y.any():
             raise ValueError(f"calibration set: {int(self.y.sum())} positive of {n} units; a level needs "
                              "labelled units of both classes")
 
 
+    def subset(self, keep: np.ndarray) -> CalibrationSet:
+        """The units where `keep` (n,) is true."""
+        return CalibrationSet(x=self.x[keep], y=self.y[keep], groups=self.groups[keep],
+                              verdicts=None if self.verdicts is None else self.verdicts[keep],
+                              systems=None if self.systems is None else self.systems[keep])
+
+    def system_names(self) -> list[str]:
+        return [] if self.systems is None else sorted({str(s) for s in self.systems})
+
+    def with_system_column(self, system: str) -> CalibrationSet:
+        """One more feature: 1 for the units of `system`, 0 for the others. A fit then gives that system
+        its own intercept shift, pulled toward the pooled fit by the L2 penalty (partial pooling); a
+        run of that system appends a column of ones to its features."""
+        if system not in self.system_names():
+            raise ValueError(f"system {system!r} is not in the calibration set (systems {self.system_names()})")
+        column = np.array([str(s) == system for s in self.systems], dtype=float)[:, None]
+        return CalibrationSet(x=np.hstack([self.x, column]), y=self.y, groups=self.groups, verdicts=self.verdicts,
+                              systems=self.systems)
+
+
+class Transfer(BaseModel):
+    """The between-system bias of a level for a system the calibration set does not hold.
+
+    `sd` is the leave-one-system-out estimate: each system's level estimated from a fit on the others,
+    its error against its own labels; sd^2 = max(0, mean(error^2) - mean(sampling variance)) (the
+    method of moments, floored at zero). A new system's bias is drawn as sd * t(`df`), df = the
+    number of systems: with few systems the sd itself is rough, and the t's heavy tails carry that.
+    `sd` is +inf when fewer than two systems are labelled (the transfer cannot be measured: the
+    interval is then [0, 1])."""
+
+    sd: float
+    df: int
+    errors: dict[str, float] = {}
+    sampling_variances: dict[str, float] = {}
+    note: str = ""
+
+
 class LevelEstimate(BaseModel):
-    """A level, its 95% interval (run items and calibration refits resampled together), and its n."""
+    """A level, its 95% interval (calibration refits, run items and the readers' Bernoulli residual
+    resampled together; the between-system bias when `transfer` is given), and its n."""
 
     method: str
     estimate: float
@@ -85,6 +151,8 @@ class LevelEstimate(BaseModel):
     n_calibration_groups: int
     resamples: int
     verdict_share: float | None = None  # the item-mean share of positive verdicts, for contrast
+    calibration_systems: list[str] = []
+    transfer: Transfer | None = None  # carried when the run's system is not one of calibration_systems
 
 
 def _design(x: np.ndarray) -> np.ndarray:
@@ -105,10 +173,11 @@ def fit_logistic(x: np.ndarray, y: np.ndarray, weights: np.ndarray | None = None
     penalty = l2 * np.eye(d)
     penalty[0, 0] = 0.0
     coef = np.zeros((b, d))
+    outer = (design[:, :, None] * design[:, None, :]).reshape(len(y), d * d)  # one matrix product per step
     for _ in range(_NEWTON_STEPS):
         p = _sigmoid(coef @ design.T)
         grad = (w * (y - p)) @ design - coef @ penalty
-        hess = np.einsum("bn,ni,nj->bij", w * p * (1 - p), design, design) + penalty + 1e-9 * np.eye(d)
+        hess = ((w * p * (1 - p)) @ outer).reshape(b, d, d) + penalty + 1e-9 * np.eye(d)
         step = np.linalg.solve(hess, grad[..., None])[..., 0]
         coef += step
         if np.max(np.abs(step)) < 1e-9:
@@ -165,9 +234,11 @@ def _levels(method: Method, p_run: np.ndarray, w_run: np.ndarray, p_cal: np.ndar
         tpr, fpr = (w_cal * v * y).sum(1) / pos, (w_cal * v * (1 - y)).sum(1) / neg
         share = (np.atleast_2d(np.asarray(v_run, dtype=float)) * w_run).sum(1)
         return _corrected(share, tpr, fpr)
-    if method == "pacc":
+    if method in ("pacc", "blend"):
         m1, m0 = (w_cal * p_cal * y).sum(1) / pos, (w_cal * p_cal * (1 - y)).sum(1) / neg
-        return _corrected((p_run * w_run).sum(1), m1, m0)
+        mean = (p_run * w_run).sum(1)
+        corrected = _corrected(mean, m1, m0)
+        return corrected if method == "pacc" else (mean + corrected) / 2
     if method == "em":
         prior = pos / (pos + neg)
         pi = prior.copy()
@@ -195,13 +266,15 @@ def _corrected(share: np.ndarray, hit: np.ndarray, false_hit: np.ndarray) -> np.
 
 def estimate_level(cal: CalibrationSet, x_run: np.ndarray, items: np.ndarray, *, method: Method = "pcc",
                    verdicts: np.ndarray | None = None, resamples: int = 1000, seed: int = 0,
-                   l2: float = DEFAULT_L2) -> LevelEstimate:
+                   l2: float = DEFAULT_L2, transfer: Transfer | None = None) -> LevelEstimate:
     """The run's level and its 95% interval.
 
     `x_run` (m, p): the run's units' features; `items` (m,): the item of each unit; `verdicts` (m,):
     the run's shipped verdicts (needed by `acc`; reported as `verdict_share` when given). Each of the
-    `resamples` replicates refits the model on the calibration set resampled by group and resamples
-    the run's items; the interval is their percentile interval.
+    `resamples` replicates refits the model on the calibration set resampled by group, resamples the
+    run's items and draws the readers' labels around the calibrated P (see the module doc); with
+    `transfer` (the run's system is not one the calibration set holds), a between-system bias is added.
+    The interval is the replicates' percentile interval.
     """
     x_run = np.asarray(x_run, dtype=float)
     items = np.asarray(items)
@@ -210,20 +283,111 @@ def estimate_level(cal: CalibrationSet, x_run: np.ndarray, items: np.ndarray, *,
     if x_run.shape[1] != cal.x.shape[1]:
         raise ValueError(f"run units have {x_run.shape[1]} features, the calibration set {cal.x.shape[1]}")
     rng = np.random.default_rng(seed)
-    n_items = len(np.unique(items))
+    point, replicates = _replicates(cal, x_run, items, method=method, verdicts=verdicts, resamples=resamples,
+                                    rng=rng, l2=l2, resample_items=True)
+    if transfer is not None and np.isinf(transfer.sd):
+        low, high = 0.0, 1.0  # the transfer to an unseen system is not measured: the interval says nothing
+    else:
+        if transfer is not None and transfer.sd > 0:
+            replicates = replicates + transfer.sd * rng.standard_t(max(transfer.df, 1), size=len(replicates))
+        low, high = np.quantile(np.clip(replicates, 0.0, 1.0), [0.025, 0.975])
+    share = None if verdicts is None else float(item_weights(items)[0] @ np.asarray(verdicts, dtype=float))
+    return LevelEstimate(method=method, estimate=point, ci_low=float(min(low, point)), ci_high=float(max(high, point)),
+                         n_items=len(np.unique(items)), n_units=len(items), n_calibration=len(cal.y),
+                         n_calibration_groups=len(np.unique(cal.groups)), resamples=resamples, verdict_share=share,
+                         calibration_systems=cal.system_names(), transfer=transfer)
+
+
+def _replicates(cal: CalibrationSet, x_run: np.ndarray, items: np.ndarray, *, method: Method,
+                verdicts: np.ndarray | None, resamples: int, rng: np.random.Generator, l2: float,
+                resample_items: bool) -> tuple[float, np.ndarray]:
+    """The point level and its finite bootstrap replicates (a replicate whose refit cannot correct a
+    share is dropped), each with the readers' residual added (not clipped: the caller clips)."""
+    _, index = np.unique(items, return_inverse=True)
+    n_items = int(index.max()) + 1
     cal_w = np.vstack([np.ones(len(cal.y)), group_counts(cal.groups, resamples, rng)])
     coef = fit_logistic(cal.x, cal.y, cal_w, l2=l2)
-    item_draws = rng.multinomial(n_items, np.full(n_items, 1 / n_items), size=resamples)
-    run_w = np.vstack([item_weights(items), item_weights(items, item_draws)])
-    values = levels(method, predict_logistic(coef, x_run), run_w, p_cal=predict_logistic(coef, cal.x),
-                    y_cal=cal.y, w_cal=cal_w, v_run=verdicts, v_cal=cal.verdicts)
-    point, replicates = float(values[0]), values[1:]
+    draws = (rng.multinomial(n_items, np.full(n_items, 1 / n_items), size=resamples) if resample_items
+             else np.ones((resamples, n_items)))
+    run_w = np.vstack([item_weights(items), item_weights(items, draws)])
+    p_run = predict_logistic(coef, x_run)
+    p_cal = predict_logistic(coef, cal.x)
+    values = levels(method, p_run, run_w, p_cal=p_cal, y_cal=cal.y, w_cal=cal_w, v_run=verdicts, v_cal=cal.verdicts)
+    if method == "blend":  # which shift moved the run is unknown: each replicate takes a share of the correction
+        pcc = levels("pcc", p_run, run_w, p_cal=p_cal, y_cal=cal.y, w_cal=cal_w)
+        pacc = levels("pacc", p_run, run_w, p_cal=p_cal, y_cal=cal.y, w_cal=cal_w)
+        share = np.r_[0.5, rng.beta(0.5, 0.5, size=resamples)]
+        values = np.where(np.isfinite(pacc), pcc + share * (pacc - pcc), np.inf)
+    point = float(values[0])
     if not np.isfinite(point):
         raise ValueError(f"method {method!r}: the calibration set does not separate the classes enough "
                          f"(true minus false positive rate below {_MIN_GAP}) to correct a share")
-    replicates = replicates[np.isfinite(replicates)]  # a replicate whose refit cannot correct is dropped
-    low, high = np.quantile(replicates, [0.025, 0.975])
-    share = None if verdicts is None else float(item_weights(items)[0] @ np.asarray(verdicts, dtype=float))
-    return LevelEstimate(method=method, estimate=point, ci_low=float(min(low, point)), ci_high=float(max(high, point)),
-                         n_items=n_items, n_units=len(items), n_calibration=len(cal.y),
-                         n_calibration_groups=len(np.unique(cal.groups)), resamples=resamples, verdict_share=share)
+    rho = answer_correlation(predict_logistic(coef[1:], cal.x), cal.y, cal.groups, cal_w[1:])
+    replicates = values[1:] + reader_residual(p_run[1:], index, run_w[1:], rho, rng)
+    return point, replicates[np.isfinite(replicates)]
+
+
+def answer_correlation(p: np.ndarray, y: np.ndarray, groups: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """Per replicate, the correlation of the residuals Y - P between two statements of one answer, by
+    the method of moments over the calibration set's answers (p, w: (B, n); a group's units share a
+    weight, its bootstrap count): sum over answers of the residuals' cross products over the same sum
+    of sqrt(P (1 - P)) products, clipped to [0, 1]; 1 (the bound) where no answer has two statements."""
+    _, g = np.unique(groups, return_inverse=True)
+    one_hot = np.eye(int(g.max()) + 1)[g]  # (n, groups)
+    r, s = np.asarray(y, dtype=float) - p, np.sqrt(p * (1 - p))
+
+    def cross(v: np.ndarray) -> np.ndarray:  # per replicate and group: (sum v)^2 - sum v^2
+        return (v @ one_hot) ** 2 - (v * v) @ one_hot
+
+    gw = w @ one_hot / one_hot.sum(0)  # a group's units share its count
+    num, den = (gw * cross(r)).sum(1), (gw * cross(s)).sum(1)
+    return np.where(den > 1e-12, np.clip(num / np.where(den > 1e-12, den, 1.0), 0.0, 1.0), 1.0)
+
+
+def reader_residual(p: np.ndarray, item_index: np.ndarray, w: np.ndarray, rho: np.ndarray,
+                    rng: np.random.Generator) -> np.ndarray:
+    """Per replicate, the weighted mean of Y* - P over the run's units, Y* ~ Bernoulli(P) (p, w: (B, m));
+    a unit uses its item's shared uniform draw with probability sqrt(rho) (rho: (B,)), its own otherwise.
+    For `acc` and `pacc`, which have no per-unit probability, the calibrated P stands in."""
+    shared = rng.random((p.shape[0], int(item_index.max()) + 1))[:, item_index]
+    own = rng.random(p.shape)
+    u = np.where(rng.random(p.shape) < np.sqrt(rho)[:, None], shared, own)
+    return (w * ((u < p) - p)).sum(axis=1)
+
+
+def system_transfer(cal: CalibrationSet, *, method: Method = "pcc", resamples: int = 200, seed: int = 0,
+                    l2: float = DEFAULT_L2) -> Transfer:
+    """The between-system bias of `method` on a system the calibration set does not hold, from
+    leave-one-system-out errors (see `Transfer`); each left-out system's answers are its items.
+
+    The sampling variance of a left-out system's error is its replicates' variance with its answers
+    fixed (the calibration refits and the readers' residual only: its own labels are the target)."""
+    systems = cal.system_names()
+    if len(systems) < 2:
+        return Transfer(sd=float("inf"), df=len(systems),
+                        note=f"{len(systems)} labelled system(s): the transfer to another system cannot be measured")
+    rng = np.random.default_rng(seed)
+    errors, variances, skipped = {}, {}, []
+    for system in systems:
+        mine = np.array([str(s) == system for s in cal.systems])
+        train, test = cal.subset(~mine), cal.subset(mine)
+        if train.y.all() or not train.y.any():
+            skipped.append(system)
+            continue
+        try:
+            point, reps = _replicates(train, test.x, test.groups, method=method, verdicts=test.verdicts,
+                                      resamples=resamples, rng=rng, l2=l2, resample_items=False)
+        except ValueError:
+            skipped.append(system)
+            continue
+        errors[system] = point - float(item_weights(test.groups)[0] @ test.y.astype(float))
+        variances[system] = float(np.var(reps))
+    if len(errors) < 2:
+        return Transfer(sd=float("inf"), df=len(errors), errors=errors, sampling_variances=variances,
+                        note=f"only {len(errors)} system(s) could be left out ({skipped} could not): "
+                             "the transfer cannot be measured")
+    excess = float(np.mean([e * e for e in errors.values()]) - np.mean(list(variances.values())))
+    note = (f"leave-one-system-out over {len(errors)} systems: a rough estimate (as many degrees of freedom "
+            "as systems)" + (", floored at zero" if excess <= 0 else ""))
+    return Transfer(sd=float(np.sqrt(max(excess, 0.0))), df=len(errors), errors=errors,
+                    sampling_variances=variances, note=note)

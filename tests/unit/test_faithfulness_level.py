@@ -37,6 +37,7 @@ def calibration(monkeypatch) -> FaithfulnessCalibration:
     records = _records(40, np.random.default_rng(0))
     monkeypatch.setattr(fl, "read_records", lambda name: records)
     fl._shipped_set.cache_clear()
+    fl._shipped_transfer.cache_clear()
     agreement = JudgeAgreement(kappa=0.5, kappa_ci=(0.3, 0.7), balanced_accuracy=0.75,
                                balanced_accuracy_ci=(0.65, 0.85),
                                n=len(records), data="synthetic", labels="synthetic")
@@ -158,3 +159,20 @@ def test_the_calibrate_report_prints_the_level_check(calibration) -> None:
     report = calibrate(Judge(), items, resamples=100)
     assert report.level is not None and report.level.n_answers == 3
     assert "mean item faithfulness" in report.to_markdown()
+
+
+def test_an_unseen_system_carries_the_between_system_bias(monkeypatch, calibration) -> None:
+    records = [{**r, "system": "S0" if int(r["answer_id"][1:]) % 2 else "S1"}
+               for r in _records(40, np.random.default_rng(0))]
+    monkeypatch.setattr(fl, "read_records", lambda name: records)
+    fl._shipped_set.cache_clear()
+    fl._shipped_transfer.cache_clear()
+    result = _result([[0.9, 0.1], [0.2], [0.8, 0.7, 0.1], [0.05, 0.1], [0.95]] * 4)
+    seen = fl.with_level(result, calibration, resamples=200)  # the default's own system: S0
+    unseen = fl.with_level(result, calibration, resamples=200, system="S7")
+    assert seen.details["level"]["calibration_systems"] == ["S0", "S1"] and seen.details["level"]["transfer"] is None
+    transfer = unseen.details["level"]["transfer"]
+    assert transfer["df"] == 2 and set(transfer["errors"]) == {"S0", "S1"} and transfer["sd"] >= 0
+    assert unseen.score == seen.score and "between-system bias" in unseen.ci_method
+    assert unseen.ci_high - unseen.ci_low >= seen.ci_high - seen.ci_low
+    assert fl.system_of({"answer_id": "S3/q1"}) == "S3" and fl.system_of({"answer_id": "q1"}) == "default"
