@@ -46,6 +46,7 @@ from ragwatch.judges.faithfulness.support_model import SupportModel, feature_vec
 from ragwatch.statistics.level import fit_logistic  # noqa: E402
 
 RESAMPLES = 1000
+SHIPPED_FITTED_ON = {"S0", "default"}  # the systems whose statements the shipped support model was fitted on
 FEATURE_SETS: dict[str, tuple[str, ...]] = {
     "judge+lexical": ("judge_logit", "lexical"),
     "judge+lexical+uncited": ("judge_logit", "lexical", "uncited"),
@@ -116,19 +117,38 @@ def agreement(labels: Sequence[bool], predicted: Sequence[bool], answers: Sequen
     """Kappa and balanced accuracy with percentile bootstrap intervals that resample answers (the
     statements of an answer together); replicates where a measure is undefined are skipped."""
     y, v = np.asarray(labels, dtype=bool), np.asarray(predicted, dtype=bool)
-    if len(y) != len(v) or len(y) != len(answers) or len(y) == 0:
-        raise ValueError(f"{len(y)} labels, {len(v)} verdicts, {len(answers)} answer ids: pass one of each a statement")
-    _, group = np.unique(np.asarray(answers), return_inverse=True)
-    n_groups = int(group.max()) + 1
-    # per answer: counts of (label, verdict) = (1,1), (1,0), (0,1), (0,0); a replicate reweights answers
-    cells = np.stack([np.bincount(group, weights=(y == a) & (v == b), minlength=n_groups)
-                      for a, b in ((True, True), (True, False), (False, True), (False, False))], axis=1)
-    rng = np.random.default_rng(seed)
-    drawn = rng.multinomial(n_groups, np.full(n_groups, 1 / n_groups), size=resamples)
-    counts = np.vstack([cells.sum(axis=0), drawn @ cells])
-    kappa, bal = _kappa(counts), _balanced_accuracy(counts)
+    counts, n_groups = _replicate_counts(y, [v], answers, resamples, seed)
+    kappa, bal = _kappa(counts[0]), _balanced_accuracy(counts[0])
     return Agreement(kappa=_interval(kappa), balanced_accuracy=_interval(bal), n=len(y), n_answers=n_groups,
                      share=float(v.mean()), truth=float(y.mean()))
+
+
+def paired_difference(labels: Sequence[bool], first: Sequence[bool], second: Sequence[bool], answers: Sequence[str],
+                      *, resamples: int = RESAMPLES, seed: int = 0) -> dict[str, tuple[float, float, float]]:
+    """`second` minus `first` in kappa and balanced accuracy on the same statements, with a paired
+    95% interval (both scored on the same resampled answers)."""
+    y = np.asarray(labels, dtype=bool)
+    counts, _ = _replicate_counts(y, [np.asarray(first, bool), np.asarray(second, bool)], answers, resamples, seed)
+    return {"kappa": _interval(_kappa(counts[1]) - _kappa(counts[0])),
+            "balanced_accuracy": _interval(_balanced_accuracy(counts[1]) - _balanced_accuracy(counts[0]))}
+
+
+def _replicate_counts(y: np.ndarray, predicted: Sequence[np.ndarray], answers: Sequence[str], resamples: int,
+                      seed: int) -> tuple[np.ndarray, int]:
+    """Per verdict set (k, 1 + resamples, 4): the (label, verdict) counts (1,1), (1,0), (0,1), (0,0) of
+    all statements, then of each replicate that draws answers with replacement (the same draws for all)."""
+    if any(len(v) != len(y) for v in predicted) or len(answers) != len(y) or len(y) == 0:
+        raise ValueError(f"{len(y)} labels, {[len(v) for v in predicted]} verdicts, {len(answers)} answer ids: "
+                         "pass one of each a statement")
+    _, group = np.unique(np.asarray(answers), return_inverse=True)
+    n_groups = int(group.max()) + 1
+    drawn = np.random.default_rng(seed).multinomial(n_groups, np.full(n_groups, 1 / n_groups), size=resamples)
+    out = []
+    for v in predicted:
+        cells = np.stack([np.bincount(group, weights=(y == a) & (v == b), minlength=n_groups)
+                          for a, b in ((True, True), (True, False), (False, True), (False, False))], axis=1)
+        out.append(np.vstack([cells.sum(axis=0), drawn @ cells]))
+    return np.array(out), n_groups
 
 
 def _kappa(c: np.ndarray) -> np.ndarray:
@@ -181,14 +201,15 @@ def leave_one_system_out(records: list[dict[str, Any]], candidate: Candidate | N
     for system in sorted({r["system"] for r in records}):
         test = [i for i, r in enumerate(records) if r["system"] == system]
         train = [r for r in records if r["system"] != system]
-        cand = candidate or max(CANDIDATES, key=lambda c: _kappa_of(train, cross_fitted(train, c)))
+        cand = candidate or choose(train)
         out[test] = verdicts(fit_verdict_model(train, cand), [records[i] for i in test])
         chosen.append(f"{system}: {cand.name}")
     return out, chosen
 
 
-def _kappa_of(records: Sequence[dict[str, Any]], predicted: np.ndarray) -> float:
-    return measure(records, predicted, 0).kappa[0]
+def choose(records: list[dict[str, Any]]) -> Candidate:
+    """The candidate with the best kappa cross-fitted by answer on `records` (seed 0)."""
+    return max(CANDIDATES, key=lambda c: measure(records, cross_fitted(records, c), 0).kappa[0])
 
 
 HEADER = ["| verdicts | kappa [95%] | balanced accuracy [95%] | statements (answers) | verdict share / readers' |",
@@ -245,12 +266,32 @@ def report(records: list[dict[str, Any]], *, folds: int, resamples: int, seeds: 
               "then seed 0 with 95% intervals)", "",
               "| candidate | mean kappa | mean bal. acc. | seed 0: kappa [95%] | balanced accuracy [95%] "
               "| statements (answers) | verdict share / readers' |", "|---|---|---|---|---|---|---|", *cf_rows]
-    model = fit_verdict_model(records, best)
-    lines += ["", f"### 5. The best candidate by leave-one-system-out kappa ({best.name}) fitted on all "
-              f"{len(records)}", "", f"`SupportModel(intercept={model.intercept:.4f}, weights="
+    unseen = [i for i, r in enumerate(records) if r["system"] not in SHIPPED_FITTED_ON]
+    if unseen:
+        lines += ["", *unseen_comparison([records[i] for i in unseen], shipped.support_model, nested[unseen],
+                                         resamples)]
+    final = choose(records)
+    model = fit_verdict_model(records, final)
+    lines += ["", f"### 6. The candidate chosen the same way on all {len(records)} (best cross-fitted kappa: "
+              f"{final.name}; leave-one-system-out best: {best.name}), fitted on all", "",
+              f"`SupportModel(intercept={model.intercept:.4f}, weights="
               + "{" + ", ".join(f'"{k}": {v:.4f}' for k, v in model.weights.items()) + "}"
               + f", cutoff={model.cutoff:.4f})`"]
-    return lines, best
+    return lines, final
+
+
+def unseen_comparison(part: list[dict[str, Any]], shipped: SupportModel, refit: np.ndarray,
+                      resamples: int) -> list[str]:
+    """The held-out refit minus the shipped model on systems the shipped model never saw, paired by answer."""
+    old = verdicts(shipped, part)
+    diff = paired_difference([r["label"] for r in part], old, refit, [r["answer_id"] for r in part],
+                             resamples=resamples)
+    k, b = diff["kappa"], diff["balanced_accuracy"]
+    return [f"### 5. On the systems the shipped model never saw ({', '.join(sorted({r['system'] for r in part}))}): "
+            "the refit chosen on the fitting systems minus the shipped model, paired over answers", "", *HEADER,
+            f"| shipped | {measure(part, old, resamples).cells()} |",
+            f"| refit, system left out | {measure(part, refit, resamples).cells()} |",
+            f"| difference | {k[0]:+.3f} [{k[1]:+.3f}, {k[2]:+.3f}] | {b[0]:+.3f} [{b[1]:+.3f}, {b[2]:+.3f}] | | |"]
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -118,3 +118,14 @@ def test_main_needs_two_systems(tmp_path: Path) -> None:
     data.write_text("".join(json.dumps(dict(r, system="A")) + "\n" for r in records(6)))
     with pytest.raises(SystemExit, match="needs 2\\+"):
         vr.main(["--data", str(data)])
+
+
+def test_paired_difference_of_identical_verdicts_is_zero_and_sees_a_better_one() -> None:
+    data = records()
+    y = [r["label"] for r in data]
+    answers = [r["answer_id"] for r in data]
+    noisy = np.array([lab if i % 3 else not lab for i, lab in enumerate(y)])
+    same = vr.paired_difference(y, noisy, noisy, answers, resamples=200)
+    assert same["kappa"] == (0.0, 0.0, 0.0) and same["balanced_accuracy"] == (0.0, 0.0, 0.0)
+    better = vr.paired_difference(y, noisy, np.array(y), answers, resamples=200)
+    assert better["kappa"][1] > 0 and better["balanced_accuracy"][1] > 0
