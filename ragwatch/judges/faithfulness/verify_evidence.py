@@ -172,9 +172,12 @@ class EvidenceVerifier:
         if rule is None and absent:
             rule = f"not in any retrieved context: {', '.join(absent[:5])}"
         unsupported_by_cited = sorted(missing_terms(statement, [s.text for s in cited])) if cited else []
+        missing = list(absent) or unsupported_by_cited
         judge_yes = p_judge if p_judge is not None else (None if greedy is None else float(greedy == "yes"))
         if self.support_model is not None and judge_yes is not None:
-            p = self.support_model.predict({"p_judge": judge_yes, "lexical": lexical})
+            # every feature the model may read, as `features_of` records them for fitting
+            p = self.support_model.predict({"p_judge": judge_yes, "lexical": lexical, "uncited": not cited,
+                                            "missing_terms": len(missing)})
             threshold = self.support_model.cutoff if self.threshold is None else self.threshold
         else:
             p = judge_yes if judge_yes is not None else 0.0
@@ -183,7 +186,7 @@ class EvidenceVerifier:
         return StatementVerdict(
             statement=statement, verdict=supported, p_supported=p, p_judge=judge_yes, threshold=threshold,
             evidence=[s.id for s in cited], evidence_text=[s.text for s in cited], lexical_support=lexical,
-            rule=rule, missing_terms=list(absent) or unsupported_by_cited, reason=_reason(supported, cited, rule),
+            rule=rule, missing_terms=missing, reason=_reason(supported, cited, rule),
         )
 
 
