@@ -5,14 +5,16 @@ statement were recorded by `benchmarks/statement_features.py`), labelled stateme
 systems under test (a `system` field; disagreements of the two readers carry no label and are
 dropped):
 
-1. the shipped support model as it is (`ragwatch/judges/faithfulness/calibrations.py`), its verdicts
-   under the verifier's rules, per system: Cohen's kappa and balanced accuracy against the readers;
+1. the shipped support model as it is (`ragwatch/judges/faithfulness/calibrations.py`) and the one
+   shipped before it (fitted on S0 only), their verdicts under the verifier's rules, per system:
+   Cohen's kappa and balanced accuracy against the readers;
 2. candidate verdict models (logistic on the judge's logit and lexical support, plus the model-free
    features uncited / missing_terms / vetoed; class-balanced or plain fit; the cut-off of best
    balanced accuracy of the verdicts under the rules, chosen on the fitting data only), held out two
    ways: cross-fitted by answer over all systems (5 folds: every statement's verdict from a model
    that never saw its answer) and leave-one-system-out (fitted on the other systems, measured on the
-   one left out; what an unseen system gets).
+   one left out; what an unseen system gets), with the candidate also chosen on the fitting systems
+   only; on the systems the previous model never saw, that held-out refit minus the previous model.
 
 Every interval is a 95% bootstrap over answers (the statements of an answer resampled together).
 Writes the tables to `--out` with the command on top.
@@ -46,7 +48,10 @@ from ragwatch.judges.faithfulness.support_model import SupportModel, feature_vec
 from ragwatch.statistics.level import fit_logistic  # noqa: E402
 
 RESAMPLES = 1000
-SHIPPED_FITTED_ON = {"S0", "default"}  # the systems whose statements the shipped support model was fitted on
+# The support model shipped until 2026-11-26, fitted on the 72 statements of S0 (the default) only: the
+# baseline an unseen system is compared on (S1, S2 were never part of its fit)
+PREVIOUS = SupportModel(intercept=-1.5374, weights={"judge_logit": 0.1412, "lexical": 2.1731}, cutoff=0.4367)
+PREVIOUS_FITTED_ON = {"S0", "default"}
 FEATURE_SETS: dict[str, tuple[str, ...]] = {
     "judge+lexical": ("judge_logit", "lexical"),
     "judge+lexical+uncited": ("judge_logit", "lexical", "uncited"),
@@ -232,10 +237,13 @@ def report(records: list[dict[str, Any]], *, folds: int, resamples: int, seeds: 
     shipped = CALIBRATIONS[0]
     lines = [f"{len(records)} labelled statements, {len({r['answer_id'] for r in records})} answers; "
              + ", ".join(f"{s}: {sum(r['system'] == s for r in records)}" for s in systems), "",
-             f"### 1. The shipped support model as it is ({shipped.model} / {shipped.prompt_version}: "
-             f"{shipped.support_model.weights}, intercept {shipped.support_model.intercept}, cut-off "
-             f"{shipped.support_model.cutoff}; fitted on S0's 72)", "", *HEADER,
-             *per_system("shipped", records, verdicts(shipped.support_model, records), resamples)]
+             f"### 1. Support models as they are: the one shipped until 2026-11-26 (`previous`, fitted on S0's 72: "
+             f"{PREVIOUS.weights}, intercept {PREVIOUS.intercept}, cut-off {PREVIOUS.cutoff}) and the one shipped "
+             f"now ({shipped.model} / {shipped.prompt_version}: {shipped.support_model.weights}, intercept "
+             f"{shipped.support_model.intercept}, cut-off {shipped.support_model.cutoff}; in-sample wherever it "
+             "was fitted)", "", *HEADER,
+             *per_system("previous", records, verdicts(PREVIOUS, records), resamples),
+             *per_system("shipped now", records, verdicts(shipped.support_model, records), resamples)]
     loso_rows, cf_rows, scores = [], [], {}
     for cand in CANDIDATES:
         loso, _ = leave_one_system_out(records, cand)
@@ -266,10 +274,9 @@ def report(records: list[dict[str, Any]], *, folds: int, resamples: int, seeds: 
               "then seed 0 with 95% intervals)", "",
               "| candidate | mean kappa | mean bal. acc. | seed 0: kappa [95%] | balanced accuracy [95%] "
               "| statements (answers) | verdict share / readers' |", "|---|---|---|---|---|---|---|", *cf_rows]
-    unseen = [i for i, r in enumerate(records) if r["system"] not in SHIPPED_FITTED_ON]
+    unseen = [i for i, r in enumerate(records) if r["system"] not in PREVIOUS_FITTED_ON]
     if unseen:
-        lines += ["", *unseen_comparison([records[i] for i in unseen], shipped.support_model, nested[unseen],
-                                         resamples)]
+        lines += ["", *unseen_comparison([records[i] for i in unseen], PREVIOUS, nested[unseen], resamples)]
     final = choose(records)
     model = fit_verdict_model(records, final)
     lines += ["", f"### 6. The candidate chosen the same way on all {len(records)} (best cross-fitted kappa: "
@@ -280,16 +287,16 @@ def report(records: list[dict[str, Any]], *, folds: int, resamples: int, seeds: 
     return lines, final
 
 
-def unseen_comparison(part: list[dict[str, Any]], shipped: SupportModel, refit: np.ndarray,
+def unseen_comparison(part: list[dict[str, Any]], previous: SupportModel, refit: np.ndarray,
                       resamples: int) -> list[str]:
-    """The held-out refit minus the shipped model on systems the shipped model never saw, paired by answer."""
-    old = verdicts(shipped, part)
+    """The held-out refit minus the previous model on systems that model never saw, paired by answer."""
+    old = verdicts(previous, part)
     diff = paired_difference([r["label"] for r in part], old, refit, [r["answer_id"] for r in part],
                              resamples=resamples)
     k, b = diff["kappa"], diff["balanced_accuracy"]
-    return [f"### 5. On the systems the shipped model never saw ({', '.join(sorted({r['system'] for r in part}))}): "
-            "the refit chosen on the fitting systems minus the shipped model, paired over answers", "", *HEADER,
-            f"| shipped | {measure(part, old, resamples).cells()} |",
+    return [f"### 5. On the systems the previous model never saw ({', '.join(sorted({r['system'] for r in part}))}): "
+            "the refit chosen on the fitting systems minus the previous model, paired over answers", "", *HEADER,
+            f"| previous | {measure(part, old, resamples).cells()} |",
             f"| refit, system left out | {measure(part, refit, resamples).cells()} |",
             f"| difference | {k[0]:+.3f} [{k[1]:+.3f}, {k[2]:+.3f}] | {b[0]:+.3f} [{b[1]:+.3f}, {b[2]:+.3f}] | | |"]
 
