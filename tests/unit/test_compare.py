@@ -370,11 +370,13 @@ def test_an_unlabelled_judge_warning_cites_its_models_measured_agreement():
     judge = FaithfulnessJudge(None, model=model, use_logprobs=True)
     details = judge.details("faithfulness")
     info = judge.metrics["faithfulness"]
-    assert details["support_threshold"] == pytest.approx(0.4367) and details["support_model"]["weights"]
-    assert info.agreement is not None and info.agreement.n == 72 and "RAG answers" in info.agreement.data
+    shipped = judge.calibration
+    assert shipped is not None and details["support_threshold"] == pytest.approx(shipped.support_model.cutoff)
+    assert details["support_model"]["weights"] == shipped.support_model.weights
+    assert info.agreement == shipped.agreement and "RAG answers" in info.agreement.data
     faith = result("faithfulness", [1.0, 0.5, 1.0], info=info.model_copy(update={"family": "judge"}), **details)
     (warning,) = judge_warnings({"faithfulness": faith})
-    assert "Cohen's kappa 0.50" in warning and "reference labels" in warning
+    assert f"Cohen's kappa {shipped.agreement.kappa:.2f}" in warning and "reference labels" in warning
     # another prompt version of the same model has no calibration: its agreement is unknown
     windows = FaithfulnessJudge(None, model=model, use_logprobs=True, verify="batched")
     assert windows.metrics["faithfulness"].agreement is None and windows.support_threshold == 0.90

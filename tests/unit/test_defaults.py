@@ -51,7 +51,8 @@ def test_its_printout_shows_the_measured_agreement_not_unknown(tmp_path):
                                                      contexts=["Paris is the capital of France."])])
     assert metrics["faithfulness"].n_scored == 1
     text = summary_text(metrics, {}, None, ["faithfulness"])
-    assert "Cohen's kappa 0.50" in text
+    shipped = faithfulness_calibration(JUDGE_MODEL, "faithfulness-v5")
+    assert shipped is not None and f"Cohen's kappa {shipped.agreement.kappa:.2f}" in text
     assert not any("unknown" in w for w in judge_warnings(metrics))
 
 

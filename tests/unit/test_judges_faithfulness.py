@@ -407,6 +407,22 @@ def test_a_support_model_combines_the_judge_with_lexical_evidence():
     assert copied.p_supported == pytest.approx(model.predict({"p_judge": 0.6, "lexical": 1.0}))
 
 
+def test_the_support_model_reads_the_citations_as_features_of_records_them():
+    from ragwatch.judges.faithfulness.evidence import Sentence
+    from ragwatch.judges.faithfulness.support_model import SupportModel
+    from ragwatch.judges.faithfulness.verify_evidence import EvidenceVerifier, features_of
+
+    model = SupportModel(intercept=-1.0, weights={"lexical": 3.0, "uncited": -1.0, "missing_terms": 0.5}, cutoff=0.5)
+    verifier = EvidenceVerifier(support_model=model)
+    cited = [Sentence(id=1, text="Steps are cached.", passage=1)]
+    statement = "Steps are cached by StepCache in v2."
+    for evidence in (cited, []):
+        v = verifier.decide(statement, 0.4, 0.7, evidence, [])
+        assert v.p_supported == pytest.approx(model.predict(features_of(v)))
+    assert verifier.decide(statement, 0.4, 0.7, cited, []).p_supported != pytest.approx(
+        verifier.decide(statement, 0.4, 0.7, [], []).p_supported)  # citing nothing moves P(supported)
+
+
 def test_with_the_shipped_calibration_the_score_is_the_level_and_the_verdict_share_stays(fake_server):
     server = fake_server(oracle)
     judge = FaithfulnessJudge(server.client(), model="local/qwen2.5-coder-1.5b-instruct", use_logprobs=True,

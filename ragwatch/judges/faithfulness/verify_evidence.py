@@ -4,9 +4,11 @@ Each statement is shown with only the context sentences that share the most word
 (`ragwatch.judges.faithfulness.evidence.best_sentences`), numbered. The judge replies, per statement, the ids of
 the sentences that state it and then its verdict; P(supported) is read at the verdict token (the
 evidence comes first, so the verdict is conditioned on what was cited, not on a free-text reason).
-The judge's P(yes) and the share of the statement's word pairs found in the contexts are combined
-by a `SupportModel` (a logistic model fitted on labelled RAG answer statements,
-`ragwatch.judges.faithfulness.support_model`) into the P(supported) the verdict is cut at. Two rules of a careful
+The judge's reply (its P(yes), whether it cited any sentence, the terms its cited sentences lack) and
+the share of the statement's word pairs found in the contexts are combined by a `SupportModel` (a
+logistic model fitted on labelled RAG answer statements, `ragwatch.judges.faithfulness.support_model`;
+the shipped one reads only the features that held up on unseen systems) into the P(supported) the
+verdict is cut at. Two rules of a careful
 reader overrule it: a statement that makes no claim (markup, a lone lead-in word) is unsupported
 without a call, and so is one with a number, code identifier or name that no retrieved context
 contains. A cited id that was not shown cites nothing; terms missing from the cited sentences are
@@ -161,7 +163,7 @@ class EvidenceVerifier:
         greedy: str | None = None,
         rule: str | None = None,
     ) -> StatementVerdict:
-        """The verdict: the support model on the judge's P(yes) and lexical support, under the rules.
+        """The verdict: the support model on the judge's reply and lexical support, under the rules.
 
         Two rules overrule it (measured free of cost on labelled RAG statements): a statement that
         makes no claim, and one with a number, identifier or name that no retrieved context contains.
@@ -172,9 +174,12 @@ class EvidenceVerifier:
         if rule is None and absent:
             rule = f"not in any retrieved context: {', '.join(absent[:5])}"
         unsupported_by_cited = sorted(missing_terms(statement, [s.text for s in cited])) if cited else []
+        missing = list(absent) or unsupported_by_cited
         judge_yes = p_judge if p_judge is not None else (None if greedy is None else float(greedy == "yes"))
         if self.support_model is not None and judge_yes is not None:
-            p = self.support_model.predict({"p_judge": judge_yes, "lexical": lexical})
+            # every feature the model may read, as `features_of` records them for fitting
+            p = self.support_model.predict({"p_judge": judge_yes, "lexical": lexical, "uncited": not cited,
+                                            "missing_terms": len(missing)})
             threshold = self.support_model.cutoff if self.threshold is None else self.threshold
         else:
             p = judge_yes if judge_yes is not None else 0.0
@@ -183,7 +188,7 @@ class EvidenceVerifier:
         return StatementVerdict(
             statement=statement, verdict=supported, p_supported=p, p_judge=judge_yes, threshold=threshold,
             evidence=[s.id for s in cited], evidence_text=[s.text for s in cited], lexical_support=lexical,
-            rule=rule, missing_terms=list(absent) or unsupported_by_cited, reason=_reason(supported, cited, rule),
+            rule=rule, missing_terms=missing, reason=_reason(supported, cited, rule),
         )
 
 

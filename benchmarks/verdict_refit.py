@@ -1,0 +1,328 @@
+"""Do the shipped faithfulness verdicts agree with careful readers, and would a refit agree better, held out?
+
+From feature files only (no model is run: the judge's P(yes) and the model-free features of every
+statement were recorded by `benchmarks/statement_features.py`), labelled statements of several
+systems under test (a `system` field; disagreements of the two readers carry no label and are
+dropped):
+
+1. the shipped support model as it is (`ragwatch/judges/faithfulness/calibrations.py`) and the one
+   shipped before it (fitted on S0 only), their verdicts under the verifier's rules, per system:
+   Cohen's kappa and balanced accuracy against the readers;
+2. candidate verdict models (logistic on the judge's logit and lexical support, plus the model-free
+   features uncited / missing_terms / vetoed; class-balanced or plain fit; the cut-off of best
+   balanced accuracy of the verdicts under the rules, chosen on the fitting data only), held out two
+   ways: cross-fitted by answer over all systems (5 folds: every statement's verdict from a model
+   that never saw its answer) and leave-one-system-out (fitted on the other systems, measured on the
+   one left out; what an unseen system gets), with the candidate also chosen on the fitting systems
+   only; on the systems the previous model never saw, that held-out refit minus the previous model.
+
+Every interval is a 95% bootstrap over answers (the statements of an answer resampled together).
+Writes the tables to `--out` with the command on top.
+
+    python benchmarks/verdict_refit.py --data data/judge_dev/rag_statements/features.jsonl \
+        /work/data35/features_all_labelled.jsonl --out benchmarks/results/verdict_refit.md
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from faithfulness_level import answer_folds, load_records  # noqa: E402
+
+from ragwatch.calibration.threshold import best_threshold  # noqa: E402
+from ragwatch.judges.faithfulness.calibrations import CALIBRATIONS  # noqa: E402
+from ragwatch.judges.faithfulness.level import verdict_of, vetoed  # noqa: E402
+from ragwatch.judges.faithfulness.support_model import SupportModel, feature_vector  # noqa: E402
+from ragwatch.statistics.level import fit_logistic  # noqa: E402
+
+RESAMPLES = 1000
+# The support model shipped until 2026-11-26, fitted on the 72 statements of S0 (the default) only: the
+# baseline an unseen system is compared on (S1, S2 were never part of its fit)
+PREVIOUS = SupportModel(intercept=-1.5374, weights={"judge_logit": 0.1412, "lexical": 2.1731}, cutoff=0.4367)
+PREVIOUS_FITTED_ON = {"S0", "default"}
+FEATURE_SETS: dict[str, tuple[str, ...]] = {
+    "judge+lexical": ("judge_logit", "lexical"),
+    "judge+lexical+uncited": ("judge_logit", "lexical", "uncited"),
+    "judge+lexical+missing": ("judge_logit", "lexical", "missing_terms"),
+    "judge+lexical+vetoed": ("judge_logit", "lexical", "vetoed"),
+    "judge+lexical+all": ("judge_logit", "lexical", "uncited", "missing_terms", "vetoed"),
+    "lexical": ("lexical",),
+    "lexical+uncited+missing": ("lexical", "uncited", "missing_terms"),
+}
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One way to fit a verdict model: its features and whether the classes are weighted equally."""
+
+    features: tuple[str, ...]
+    balanced: bool
+
+    @property
+    def name(self) -> str:
+        label = next((k for k, v in FEATURE_SETS.items() if v == self.features), ",".join(self.features))
+        return f"{label}, {'balanced' if self.balanced else 'plain'}"
+
+
+CANDIDATES = tuple(Candidate(f, b) for f in FEATURE_SETS.values() for b in (True, False))
+
+
+@dataclass(frozen=True)
+class Agreement:
+    """Kappa and balanced accuracy of verdicts against labels, each with its 95% interval over answers."""
+
+    kappa: tuple[float, float, float]
+    balanced_accuracy: tuple[float, float, float]
+    n: int
+    n_answers: int
+    share: float  # verdict share (supported)
+    truth: float  # readers' share of supported statements
+
+    def cells(self) -> str:
+        k, b = self.kappa, self.balanced_accuracy
+        return (f"{k[0]:.2f} [{k[1]:.2f}, {k[2]:.2f}] | {b[0]:.2f} [{b[1]:.2f}, {b[2]:.2f}] | "
+                f"{self.n} ({self.n_answers}) | {self.share:.2f} / {self.truth:.2f}")
+
+
+def fit_verdict_model(records: Sequence[dict[str, Any]], candidate: Candidate) -> SupportModel:
+    """The candidate's logistic fit (L2 as scikit-learn's C=1) and the cut-off of best balanced
+    accuracy of its verdicts under the rules, both on `records` only."""
+    x = np.array([feature_vector(r, candidate.features) for r in records], dtype=float)
+    y = np.array([r["label"] for r in records], dtype=bool)
+    if y.all() or not y.any():
+        raise ValueError(f"{len(y)} fitting statements of one class only: a verdict model needs both labels")
+    w = np.where(y, len(y) / (2 * y.sum()), len(y) / (2 * (~y).sum())) if candidate.balanced else None
+    coef = fit_logistic(x, y, w)[0]
+    model = SupportModel(intercept=float(coef[0]),
+                         weights=dict(zip(candidate.features, map(float, coef[1:]), strict=True)))
+    # a vetoed statement is unsupported whatever its P: it scores below every cut-off the search tries
+    scores = [-1.0 if vetoed(r) else model.predict(r) for r in records]
+    cutoff, _ = best_threshold(scores, list(y))
+    return model.model_copy(update={"cutoff": max(float(cutoff), 1e-6)})
+
+
+def verdicts(model: SupportModel, records: Sequence[dict[str, Any]]) -> np.ndarray:
+    return np.array([verdict_of(r, model, None) for r in records], dtype=bool)
+
+
+def agreement(labels: Sequence[bool], predicted: Sequence[bool], answers: Sequence[str], *,
+              resamples: int = RESAMPLES, seed: int = 0) -> Agreement:
+    """Kappa and balanced accuracy with percentile bootstrap intervals that resample answers (the
+    statements of an answer together); replicates where a measure is undefined are skipped."""
+    y, v = np.asarray(labels, dtype=bool), np.asarray(predicted, dtype=bool)
+    counts, n_groups = _replicate_counts(y, [v], answers, resamples, seed)
+    kappa, bal = _kappa(counts[0]), _balanced_accuracy(counts[0])
+    return Agreement(kappa=_interval(kappa), balanced_accuracy=_interval(bal), n=len(y), n_answers=n_groups,
+                     share=float(v.mean()), truth=float(y.mean()))
+
+
+def paired_difference(labels: Sequence[bool], first: Sequence[bool], second: Sequence[bool], answers: Sequence[str],
+                      *, resamples: int = RESAMPLES, seed: int = 0) -> dict[str, tuple[float, float, float]]:
+    """`second` minus `first` in kappa and balanced accuracy on the same statements, with a paired
+    95% interval (both scored on the same resampled answers)."""
+    y = np.asarray(labels, dtype=bool)
+    counts, _ = _replicate_counts(y, [np.asarray(first, bool), np.asarray(second, bool)], answers, resamples, seed)
+    return {"kappa": _interval(_kappa(counts[1]) - _kappa(counts[0])),
+            "balanced_accuracy": _interval(_balanced_accuracy(counts[1]) - _balanced_accuracy(counts[0]))}
+
+
+def _replicate_counts(y: np.ndarray, predicted: Sequence[np.ndarray], answers: Sequence[str], resamples: int,
+                      seed: int) -> tuple[np.ndarray, int]:
+    """Per verdict set (k, 1 + resamples, 4): the (label, verdict) counts (1,1), (1,0), (0,1), (0,0) of
+    all statements, then of each replicate that draws answers with replacement (the same draws for all)."""
+    if any(len(v) != len(y) for v in predicted) or len(answers) != len(y) or len(y) == 0:
+        raise ValueError(f"{len(y)} labels, {[len(v) for v in predicted]} verdicts, {len(answers)} answer ids: "
+                         "pass one of each a statement")
+    _, group = np.unique(np.asarray(answers), return_inverse=True)
+    n_groups = int(group.max()) + 1
+    drawn = np.random.default_rng(seed).multinomial(n_groups, np.full(n_groups, 1 / n_groups), size=resamples)
+    out = []
+    for v in predicted:
+        cells = np.stack([np.bincount(group, weights=(y == a) & (v == b), minlength=n_groups)
+                          for a, b in ((True, True), (True, False), (False, True), (False, False))], axis=1)
+        out.append(np.vstack([cells.sum(axis=0), drawn @ cells]))
+    return np.array(out), n_groups
+
+
+def _kappa(c: np.ndarray) -> np.ndarray:
+    """Cohen's kappa of each row of 2x2 counts (tp, fn, fp, tn); NaN where chance agreement is 1."""
+    tp, fn, fp, tn = c.T
+    n = c.sum(axis=1)
+    chance = ((tp + fn) * (tp + fp) + (fp + tn) * (fn + tn)) / n**2
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(chance < 1, ((tp + tn) / n - chance) / (1 - chance), np.nan)
+
+
+def _balanced_accuracy(c: np.ndarray) -> np.ndarray:
+    """Mean recall of the two classes of each row of counts; NaN where the labels hold one class only."""
+    tp, fn, fp, tn = c.T
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where((tp + fn > 0) & (fp + tn > 0), (tp / (tp + fn) + tn / (tn + fp)) / 2, np.nan)
+
+
+def _interval(values: np.ndarray) -> tuple[float, float, float]:
+    """(point, 2.5%, 97.5%) from the point value (first) and the defined replicates."""
+    point, reps = values[0], values[1:][np.isfinite(values[1:])]
+    if not np.isfinite(point):
+        point = 0.0 if reps.size == 0 else float("nan")
+    if reps.size == 0:
+        return float(point), float(point), float(point)
+    low, high = np.quantile(reps, [0.025, 0.975])
+    return float(point), float(low), float(high)
+
+
+def measure(records: Sequence[dict[str, Any]], predicted: np.ndarray, resamples: int) -> Agreement:
+    return agreement([r["label"] for r in records], predicted, [r["answer_id"] for r in records], resamples=resamples)
+
+
+def cross_fitted(records: list[dict[str, Any]], candidate: Candidate, *, folds: int = 5, seed: int = 0) -> np.ndarray:
+    """Every statement's verdict from a model fitted on the other folds of answers (all systems)."""
+    out = np.zeros(len(records), dtype=bool)
+    index = {id(r): i for i, r in enumerate(records)}
+    parts = answer_folds(records, folds, seed)
+    for k, test in enumerate(parts):
+        model = fit_verdict_model([r for j, p in enumerate(parts) if j != k for r in p], candidate)
+        out[[index[id(r)] for r in test]] = verdicts(model, test)
+    return out
+
+
+def leave_one_system_out(records: list[dict[str, Any]], candidate: Candidate | None) -> tuple[np.ndarray, list[str]]:
+    """Every statement's verdict from a model fitted on the other systems' statements only, and the
+    candidate used per left-out system. `None`: the candidate is chosen on the fitting systems too
+    (best cross-fitted kappa there), so the choice among candidates is held out as well."""
+    out, chosen = np.zeros(len(records), dtype=bool), []
+    for system in sorted({r["system"] for r in records}):
+        test = [i for i, r in enumerate(records) if r["system"] == system]
+        train = [r for r in records if r["system"] != system]
+        cand = candidate or choose(train)
+        out[test] = verdicts(fit_verdict_model(train, cand), [records[i] for i in test])
+        chosen.append(f"{system}: {cand.name}")
+    return out, chosen
+
+
+def choose(records: list[dict[str, Any]]) -> Candidate:
+    """The candidate with the best kappa cross-fitted by answer on `records` (seed 0)."""
+    return max(CANDIDATES, key=lambda c: measure(records, cross_fitted(records, c), 0).kappa[0])
+
+
+HEADER = ["| verdicts | kappa [95%] | balanced accuracy [95%] | statements (answers) | verdict share / readers' |",
+          "|---|---|---|---|---|"]
+
+
+def per_system(name: str, records: list[dict[str, Any]], predicted: np.ndarray, resamples: int) -> list[str]:
+    """One row for all statements and one per system."""
+    rows = [f"| {name}, all | {measure(records, predicted, resamples).cells()} |"]
+    for system in sorted({r["system"] for r in records}):
+        keep = np.array([r["system"] == system for r in records])
+        part = [r for r, k in zip(records, keep, strict=True) if k]
+        rows.append(f"| {name}, {system} | {measure(part, predicted[keep], resamples).cells()} |")
+    return rows
+
+
+def report(records: list[dict[str, Any]], *, folds: int, resamples: int, seeds: int) -> tuple[list[str], Candidate]:
+    """The tables, and the candidate with the best leave-one-system-out kappa (ties: balanced accuracy)."""
+    systems = sorted({r["system"] for r in records})
+    shipped = CALIBRATIONS[0]
+    lines = [f"{len(records)} labelled statements, {len({r['answer_id'] for r in records})} answers; "
+             + ", ".join(f"{s}: {sum(r['system'] == s for r in records)}" for s in systems), "",
+             f"### 1. Support models as they are: the one shipped until 2026-11-26 (`previous`, fitted on S0's 72: "
+             f"{PREVIOUS.weights}, intercept {PREVIOUS.intercept}, cut-off {PREVIOUS.cutoff}) and the one shipped "
+             f"now ({shipped.model} / {shipped.prompt_version}: {shipped.support_model.weights}, intercept "
+             f"{shipped.support_model.intercept}, cut-off {shipped.support_model.cutoff}; in-sample wherever it "
+             "was fitted)", "", *HEADER,
+             *per_system("previous", records, verdicts(PREVIOUS, records), resamples),
+             *per_system("shipped now", records, verdicts(shipped.support_model, records), resamples)]
+    loso_rows, cf_rows, scores = [], [], {}
+    for cand in CANDIDATES:
+        loso, _ = leave_one_system_out(records, cand)
+        loso_rows += per_system(cand.name, records, loso, resamples)
+        per = [measure([r for r in records if r["system"] == s],
+                       loso[np.array([r["system"] == s for r in records])], 0) for s in systems]
+        pooled = measure(records, loso, 0)
+        scores[cand] = (pooled.kappa[0], pooled.balanced_accuracy[0], min(a.kappa[0] for a in per),
+                        min(a.balanced_accuracy[0] for a in per))
+        fitted = [cross_fitted(records, cand, folds=folds, seed=s) for s in range(seeds)]
+        cf = [measure(records, v, 0) for v in fitted]
+        cf_rows.append(f"| {cand.name} | {np.mean([a.kappa[0] for a in cf]):.3f} | "
+                       f"{np.mean([a.balanced_accuracy[0] for a in cf]):.3f} | "
+                       f"{measure(records, fitted[0], resamples).cells()} |")
+    best = max(CANDIDATES, key=lambda c: (scores[c][0], scores[c][1]))
+    nested, chosen = leave_one_system_out(records, None)
+    loso_rows += per_system("candidate chosen on the fitting systems", records, nested, resamples)
+    loso_rows.append(f"| (chosen: {'; '.join(chosen)}) | | | | |")
+    lines += ["", f"### 2. Leave one system out (fitted on the other {len(systems) - 1}, measured on the one left out; "
+              "`all` pools the three held-out parts)", "", *HEADER, *loso_rows,
+              "", "### 3. Leave one system out, summary: pooled and the worst unseen system", "",
+              "| candidate | pooled kappa | pooled balanced accuracy | worst system's kappa "
+              "| worst system's bal. acc. |",
+              "|---|---|---|---|---|",
+              *[f"| {c.name}{' **(best)**' if c == best else ''} | {s[0]:.3f} | {s[1]:.3f} | {s[2]:.3f} | {s[3]:.3f} |"
+                for c, s in scores.items()],
+              "", f"### 4. Cross-fitted by answer over all systems ({folds} folds; mean over {seeds} fold seeds, "
+              "then seed 0 with 95% intervals)", "",
+              "| candidate | mean kappa | mean bal. acc. | seed 0: kappa [95%] | balanced accuracy [95%] "
+              "| statements (answers) | verdict share / readers' |", "|---|---|---|---|---|---|---|", *cf_rows]
+    unseen = [i for i, r in enumerate(records) if r["system"] not in PREVIOUS_FITTED_ON]
+    if unseen:
+        lines += ["", *unseen_comparison([records[i] for i in unseen], PREVIOUS, nested[unseen], resamples)]
+    final = choose(records)
+    model = fit_verdict_model(records, final)
+    lines += ["", f"### 6. The candidate chosen the same way on all {len(records)} (best cross-fitted kappa: "
+              f"{final.name}; leave-one-system-out best: {best.name}), fitted on all", "",
+              f"`SupportModel(intercept={model.intercept:.4f}, weights="
+              + "{" + ", ".join(f'"{k}": {v:.4f}' for k, v in model.weights.items()) + "}"
+              + f", cutoff={model.cutoff:.4f})`"]
+    return lines, final
+
+
+def unseen_comparison(part: list[dict[str, Any]], previous: SupportModel, refit: np.ndarray,
+                      resamples: int) -> list[str]:
+    """The held-out refit minus the previous model on systems that model never saw, paired by answer."""
+    old = verdicts(previous, part)
+    diff = paired_difference([r["label"] for r in part], old, refit, [r["answer_id"] for r in part],
+                             resamples=resamples)
+    k, b = diff["kappa"], diff["balanced_accuracy"]
+    return [f"### 5. On the systems the previous model never saw ({', '.join(sorted({r['system'] for r in part}))}): "
+            "the refit chosen on the fitting systems minus the previous model, paired over answers", "", *HEADER,
+            f"| previous | {measure(part, old, resamples).cells()} |",
+            f"| refit, system left out | {measure(part, refit, resamples).cells()} |",
+            f"| difference | {k[0]:+.3f} [{k[1]:+.3f}, {k[2]:+.3f}] | {b[0]:+.3f} [{b[1]:+.3f}, {b[2]:+.3f}] | | |"]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--data", type=Path, nargs="+", required=True,
+                        help="feature files of labelled statements (statement_features.py output with a label)")
+    parser.add_argument("--folds", type=int, default=5)
+    parser.add_argument("--seeds", type=int, default=5, help="fold seeds of the cross-fitting")
+    parser.add_argument("--resamples", type=int, default=RESAMPLES, help="bootstrap replicates per interval")
+    parser.add_argument("--out", type=Path, help="also write the tables here (markdown)")
+    args = parser.parse_args(argv)
+    records = load_records(args.data)
+    systems = {r["system"] for r in records}
+    if len(systems) < 2:
+        sys.exit(f"records of {len(systems)} system(s) {sorted(systems)}: leaving one system out needs 2+; "
+                 "pass feature files with a `system` field naming each system under test")
+    lines, _ = report(records, folds=args.folds, resamples=args.resamples, seeds=args.seeds)
+    command = "python benchmarks/verdict_refit.py " + shlex.join(sys.argv[1:] if argv is None else argv)
+    text = "\n".join([f"    {command}", "", *lines]) + "\n"
+    print(text)
+    if args.out:
+        args.out.write_text(text, encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
