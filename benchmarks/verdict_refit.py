@@ -20,7 +20,7 @@ Every interval is a 95% bootstrap over answers (the statements of an answer resa
 Writes the tables to `--out` with the command on top.
 
     python benchmarks/verdict_refit.py --data data/judge_dev/rag_statements/features.jsonl \
-        /work/data35/features_all_labelled.jsonl --out benchmarks/results/verdict_refit.md
+        data/judge_dev/rag_statements/features_new.jsonl --out benchmarks/results/verdict_refit.md
 """
 
 from __future__ import annotations

@@ -39,7 +39,7 @@ class FaithfulnessCalibration(BaseModel):
 
 CALIBRATIONS: tuple[FaithfulnessCalibration, ...] = (
     # Refitted 2026-11-26 on the 300 agreed statements of three systems under test (S0, the default: the 72
-    # of data/judge_dev/rag_statements/features.jsonl; S1 and S2: 228 of /work/data35/features_all_labelled.jsonl,
+    # of data/judge_dev/rag_statements/features.jsonl; S1 and S2: 228 of data/judge_dev/rag_statements/features_new.jsonl,
     # the reference labels of issue 35), from the judge's recorded features (no model run): logistic regression
     # (balanced classes), cut-off of best balanced accuracy of the verdicts under the rules. The inputs are
     # those with the best cross-fitted kappa among 14 candidates (benchmarks/verdict_refit.py): lexical support,
@@ -50,7 +50,7 @@ CALIBRATIONS: tuple[FaithfulnessCalibration, ...] = (
     # the third, all three ways, pooled; 95% bootstrap intervals over answers). Per unseen system: S0 kappa
     # 0.42, S1 0.64, S2 0.42; on S1+S2 the shipped model it replaces had kappa 0.48, this refit 0.54 (paired
     # difference +0.07 [-0.04, +0.18]). `python benchmarks/verdict_refit.py --data
-    # data/judge_dev/rag_statements/features.jsonl /work/data35/features_all_labelled.jsonl
+    # data/judge_dev/rag_statements/features.jsonl data/judge_dev/rag_statements/features_new.jsonl
     # --out benchmarks/results/verdict_refit.md`
     FaithfulnessCalibration(
         model="qwen2.5-coder-1.5b-instruct",
