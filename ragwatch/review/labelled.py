@@ -28,7 +28,10 @@ MIN_LABELS = 2  # an interval needs a variance, so at least two labelled items
 def labelled_estimate(result: MetricResult, labels: dict[str, HumanLabel], *, confidence: float = 0.95
                       ) -> tuple[LabelledEstimate | None, str | None]:
     """The PPI++ estimate of `result` from `labels` (item id -> label), or None and the reason."""
-    scored = {it.item_id: float(it.score) for it in result.items if it.ok and it.score is not None}
+    # the judge's value of each item: of the level when the score is one (the estimate then starts from
+    # the headline's own quantity), else the item score
+    scored = result.level_values() or {it.item_id: float(it.score) for it in result.items
+                                       if it.ok and it.score is not None}
     keys = {it.item_id: it.details.get("judged_key") for it in result.items}
     stale = [i for i in scored if i in labels and not _same_item(labels[i], keys.get(i))]
     used = [labels[i] for i in scored if i in labels and i not in stale]

@@ -122,11 +122,13 @@ def _free_port() -> int:
 class Server:
     """`python run.py review serve` as a separate process (so it can be killed like a real one)."""
 
-    def __init__(self, port: int, *extra: str) -> None:
+    def __init__(self, port: int, *extra: str,
+                 choose: tuple[str, ...] = ("--metric", "faithfulness", "--metric", "correctness", "--n", "12")
+                 ) -> None:
         self.port = port
         self.proc = subprocess.Popen(
-            [sys.executable, str(ROOT / "run.py"), "review", "serve", "--metric", "faithfulness", "--metric",
-             "correctness", "--n", "12", "--port", str(port), "--reviewer", "tester", *extra],
+            [sys.executable, str(ROOT / "run.py"), "review", "serve", *choose, "--port", str(port),
+             "--reviewer", "tester", *extra],
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=ROOT)
         STARTED.append(self.proc)
         self.lines: list[str] = []
