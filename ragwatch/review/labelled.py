@@ -4,7 +4,8 @@
 `ragwatch.statistics.ppi`; each label weighted by 1 / its inclusion probability, so an active or
 stratified review sample is weighted back, and the labels' variance floored at what the judge's own
 probabilities imply, `ragwatch.review.spread`) for every metric that has human labels on at least 2
-of its scored items. A label carries the `judged_key` of the item it labelled (the hash of the
+of its scored items. The judge's prediction of an item is its score, or its value of the level when
+the metric's score is a level (`MetricResult.level_values`: faithfulness's calibrated share). A label carries the `judged_key` of the item it labelled (the hash of the
 answer and its statements) and is not used for a different answer of the same item id
 (`labels_of_changed_answers`).
 
