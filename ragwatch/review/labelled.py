@@ -5,9 +5,9 @@
 stratified review sample is weighted back, and the labels' variance floored at what the judge's own
 probabilities imply, `ragwatch.review.spread`) for every metric that has human labels on at least 2
 of its scored items. The judge's prediction of an item is its score, or its value of the level when
-the metric's score is a level (`MetricResult.level_values`: faithfulness's calibrated share). A label carries the `judged_key` of the item it labelled (the hash of the
-answer and its statements) and is not used for a different answer of the same item id
-(`labels_of_changed_answers`).
+the metric's score is a level (`MetricResult.level_values`: faithfulness's calibrated share). A label
+carries the `judged_key` of the item it labelled (the hash of the answer and its statements) and is
+not used for a different answer of the same item id (`labels_of_changed_answers`).
 
 Example:
     >>> metrics, skipped = attach_labelled(judged, labels)  # doctest: +SKIP
