@@ -245,6 +245,9 @@ def test_label_ten_items_in_the_browser(config: Path, tmp_path: Path, capsys) ->
         per_label_s = (time.monotonic() - started) / 10
         assert _labelled(page) == 10
         page.wait_for_function("!document.getElementById('sync').textContent.includes('saving')", timeout=60_000)
+        # the bar moves at once, the figures with the next state refresh (slower on a loaded machine)
+        page.wait_for_function("document.getElementById('agreement').textContent.includes('(10 items)')",
+                               timeout=60_000)
         agreement = page.inner_text("#agreement")
         assert "accuracy" in agreement and "n = 20 statements (10 items)" in agreement, agreement
         page.locator(".where").first.click()
