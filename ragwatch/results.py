@@ -23,6 +23,10 @@ Direction = Literal["higher", "lower"]
 # What made the metric: a retrieval ranking, the system as it ran, keyword tests, an LLM judge, or
 # anything else (a metric of the user's own).
 Family = Literal["retrieval", "system", "e2e", "judge", "other"]
+# An item's own value of a score that is a level, not the mean of item scores: faithfulness's mean
+# calibrated P(supported) of the item's statements (`ragwatch.judges.faithfulness_level.with_level`
+# writes it; tests/unit/test_compare_level.py holds the two to the same key).
+LEVEL_ITEM_KEY = "calibrated_share"
 
 
 class JudgeAgreement(BaseModel):
@@ -205,9 +209,23 @@ class MetricResult(BaseModel):
         )
 
     def constant_value(self) -> float | None:
-        """The one score every scored item has, when a judge gave at least 2 items the same score."""
-        values = {float(it.score) for it in self.items if it.ok and it.score is not None}
+        """The one score every scored item has, when a judge gave at least 2 items the same score (of a
+        level, the items' values of it: verdicts that are all "supported" under a level that varies
+        still measure something)."""
+        level = self.level_values()
+        values = set(level.values()) if level is not None else {
+            float(it.score) for it in self.items if it.ok and it.score is not None}
         return values.pop() if self.info.is_judge and self.n_scored >= 2 and len(values) == 1 else None
+
+    def level_values(self) -> dict[str, float] | None:
+        """item id -> the item's value of the level, when the score is a level that every scored item
+        carries a value of (`LEVEL_ITEM_KEY`): the values the score is the mean of, and what a paired
+        comparison must difference. None when the score averages the item scores, or when ids repeat."""
+        scored = [it for it in self.items if it.ok and it.score is not None]
+        if not scored or not all(isinstance(it.details.get(LEVEL_ITEM_KEY), int | float) for it in scored):
+            return None
+        values = {it.item_id: float(it.details[LEVEL_ITEM_KEY]) for it in scored}
+        return values if len(values) == len(scored) else None
 
     def summary(self) -> dict[str, Any]:
         """Flat figures for metadata and tables (no per-item rows)."""

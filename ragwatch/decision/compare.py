@@ -5,6 +5,11 @@
 unpaired when the items do not pair) and a verdict. The gate (`ragwatch.decision.gate`) turns a comparison
 into promote / do not promote; `ragwatch.report.summary` writes it as text, Markdown or HTML.
 
+A score that is a level rather than the mean of item scores (faithfulness: the mean over items of
+calibrated P(supported), `MetricResult.level_values`) is differenced on the items' values of that
+level in both runs, so the difference is of the headline figures' own quantity (over the paired
+items); when only one run's score is a level, the difference is of item scores and the row says so.
+
 Direction, scale and meaning come from each metric's `MetricResult.info` (`MetricInfo`). When both
 runs carry a `MetricResult.labelled` estimate (prediction-powered, from human labels), the verdict
 uses the difference of those estimates and its interval, and the row says so (`basis="labelled"`);
@@ -280,6 +285,22 @@ def _scored(result: MetricResult) -> dict[str, float] | None:
     return {it.item_id: float(it.score) for it in result.items if it.ok and it.score is not None}
 
 
+def _item_values(new: MetricResult, old: MetricResult) -> tuple[dict[str, float] | None, dict[str, float] | None, str]:
+    """Per run, item id -> the value the difference is taken on: the items' values of the level when
+    both scores are levels (`MetricResult.level_values`: the headline is their mean, so the paired
+    difference and the headline figures are one quantity), else the item scores; and a note when the
+    headline and the difference cannot be the same quantity (one run's score is a level, the other's not)."""
+    level_new, level_old = new.level_values(), old.level_values()
+    if level_new is not None and level_old is not None:
+        return level_new, level_old, ""
+    note = ""
+    if level_new is not None or level_old is not None:
+        which = "new" if level_new is not None else "old"
+        note = (f"only the {which} run's score is a calibrated level: the difference is of item scores, not of "
+                "the two headline figures")
+    return _scored(new), _scored(old), note
+
+
 def _add_note(row: MetricComparison, note: str) -> None:
     row.note = (row.note + "; " if row.note else "") + note
 
@@ -301,7 +322,9 @@ def _compare_metric(name: str, new: MetricResult, old: MetricResult, thresholds:
         agreement=new.info.agreement,
     )
     facts = {"higher_is_better": row.higher_is_better, "allowed_drop": row.allowed_drop}
-    new_scores, old_scores = _scored(new), _scored(old)
+    new_scores, old_scores, quantity = _item_values(new, old)
+    if quantity:
+        _add_note(row, quantity)
     if new_scores is None or old_scores is None:
         # duplicate ids: fall back to every scored item of each run
         new_values = [float(it.score) for it in new.items if it.ok and it.score is not None]

@@ -14,8 +14,9 @@ the true one). `labels_plans` gives the gate (`ragwatch.decision.gate`), per suc
 The paired difference. Over the N items both runs scored, an item whose answer did not change
 (same `judged_key`) has the same readers' label in both runs: its difference is exactly 0, no label
 needed. For the N_c changed answers, the readers' difference `h_new - h_old` is estimated as the
-judge's expected difference `e_new - e_old` (`e`: the mean calibrated P(supported) of an answer's
-statements, `ragwatch.review.spread.expected_label`; the score where there is none) plus the labels'
+judge's expected difference `e_new - e_old` (`e`: `ragwatch.review.spread.expected_label`, the
+answer's value of the calibrated level when the score is one, as the headline and `compare`'s paired
+difference are; else the mean P(supported) of its statements; else the score) plus the labels'
 correction `h_new - e_new` on the labelled changed answers, each weighted by 1 / inclusion
 probability (`ppi_mean` with lambda 1), scaled by N_c / N. The production side is its judge's
 expectation: when production has labels of its own, `ragwatch.decision.compare` decides on both

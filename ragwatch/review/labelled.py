@@ -4,9 +4,10 @@
 `ragwatch.statistics.ppi`; each label weighted by 1 / its inclusion probability, so an active or
 stratified review sample is weighted back, and the labels' variance floored at what the judge's own
 probabilities imply, `ragwatch.review.spread`) for every metric that has human labels on at least 2
-of its scored items. A label carries the `judged_key` of the item it labelled (the hash of the
-answer and its statements) and is not used for a different answer of the same item id
-(`labels_of_changed_answers`).
+of its scored items. The judge's prediction of an item is its score, or its value of the level when
+the metric's score is a level (`MetricResult.level_values`: faithfulness's calibrated share). A label
+carries the `judged_key` of the item it labelled (the hash of the answer and its statements) and is
+not used for a different answer of the same item id (`labels_of_changed_answers`).
 
 Example:
     >>> metrics, skipped = attach_labelled(judged, labels)  # doctest: +SKIP
@@ -28,7 +29,10 @@ MIN_LABELS = 2  # an interval needs a variance, so at least two labelled items
 def labelled_estimate(result: MetricResult, labels: dict[str, HumanLabel], *, confidence: float = 0.95
                       ) -> tuple[LabelledEstimate | None, str | None]:
     """The PPI++ estimate of `result` from `labels` (item id -> label), or None and the reason."""
-    scored = {it.item_id: float(it.score) for it in result.items if it.ok and it.score is not None}
+    # the judge's value of each item: of the level when the score is one (the estimate then starts from
+    # the headline's own quantity), else the item score
+    scored = result.level_values() or {it.item_id: float(it.score) for it in result.items
+                                       if it.ok and it.score is not None}
     keys = {it.item_id: it.details.get("judged_key") for it in result.items}
     stale = [i for i in scored if i in labels and not _same_item(labels[i], keys.get(i))]
     used = [labels[i] for i in scored if i in labels and i not in stale]

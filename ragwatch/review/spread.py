@@ -28,7 +28,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from ragwatch.results import ItemScore, MetricInfo, MetricResult
+from ragwatch.results import LEVEL_ITEM_KEY, ItemScore, MetricInfo, MetricResult
 from ragwatch.statements import statement_verdicts
 
 
@@ -48,7 +48,9 @@ def item_spread(item: ItemScore, info: MetricInfo) -> tuple[float, float]:
         return 0.0, 0.0
     probs = [v.p_supported for v in statement_verdicts(item.details)]
     if probs and all(p is not None for p in probs):
-        return probs_spread(probs, float(item.score))  # type: ignore[arg-type]
+        level = item.details.get(LEVEL_ITEM_KEY)  # the judge's value PPI corrects, when the score is a level
+        judged = float(level) if isinstance(level, int | float) else float(item.score)
+        return probs_spread(probs, judged)  # type: ignore[arg-type]
     low, high = info.scale or (0.0, 1.0)
     width = high - low if high > low else 1.0
     s = min(max((float(item.score) - low) / width, 0.0), 1.0)
@@ -57,8 +59,12 @@ def item_spread(item: ItemScore, info: MetricInfo) -> tuple[float, float]:
 
 
 def expected_label(item: ItemScore) -> float | None:
-    """The label the judge expects a reader to give: the mean P(supported) of its statements when they
-    carry one (what the calibration estimates), else its score."""
+    """The label the judge expects a reader to give: the item's value of the level when its metric's
+    score is one (`LEVEL_ITEM_KEY`: calibrated for the readers' level, the headline's own quantity), else
+    the mean P(supported) of its statements when they carry one, else its score."""
+    level = item.details.get(LEVEL_ITEM_KEY)
+    if item.score is not None and isinstance(level, int | float):
+        return float(level)
     probs = [v.p_supported for v in statement_verdicts(item.details)]
     if probs and all(p is not None for p in probs):
         return sum(min(max(float(p), 0.0), 1.0) for p in probs) / len(probs)  # type: ignore[arg-type]

@@ -122,11 +122,13 @@ def _free_port() -> int:
 class Server:
     """`python run.py review serve` as a separate process (so it can be killed like a real one)."""
 
-    def __init__(self, port: int, *extra: str) -> None:
+    def __init__(self, port: int, *extra: str,
+                 choose: tuple[str, ...] = ("--metric", "faithfulness", "--metric", "correctness", "--n", "12")
+                 ) -> None:
         self.port = port
         self.proc = subprocess.Popen(
-            [sys.executable, str(ROOT / "run.py"), "review", "serve", "--metric", "faithfulness", "--metric",
-             "correctness", "--n", "12", "--port", str(port), "--reviewer", "tester", *extra],
+            [sys.executable, str(ROOT / "run.py"), "review", "serve", *choose, "--port", str(port),
+             "--reviewer", "tester", *extra],
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=ROOT)
         STARTED.append(self.proc)
         self.lines: list[str] = []
@@ -243,6 +245,9 @@ def test_label_ten_items_in_the_browser(config: Path, tmp_path: Path, capsys) ->
         per_label_s = (time.monotonic() - started) / 10
         assert _labelled(page) == 10
         page.wait_for_function("!document.getElementById('sync').textContent.includes('saving')", timeout=60_000)
+        # the bar moves at once, the figures with the next state refresh (slower on a loaded machine)
+        page.wait_for_function("document.getElementById('agreement').textContent.includes('(10 items)')",
+                               timeout=60_000)
         agreement = page.inner_text("#agreement")
         assert "accuracy" in agreement and "n = 20 statements (10 items)" in agreement, agreement
         page.locator(".where").first.click()
