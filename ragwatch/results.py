@@ -24,7 +24,7 @@ Direction = Literal["higher", "lower"]
 # anything else (a metric of the user's own).
 Family = Literal["retrieval", "system", "e2e", "judge", "other"]
 # An item's own value of a score that is a level, not the mean of item scores: faithfulness's mean
-# calibrated P(supported) of the item's statements (`ragwatch.judges.faithfulness_level.with_level`
+# calibrated P(supported) of the item's statements (`ragwatch.judges.faithfulness.level.with_level`
 # writes it; tests/unit/test_compare_level.py holds the two to the same key).
 LEVEL_ITEM_KEY = "calibrated_share"
 

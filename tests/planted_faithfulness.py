@@ -8,7 +8,7 @@ answers have one such error of their own, in their fourth statement): every word
 of the planted statement is still in the context and no term is new, so lexical support and the
 verifier's rules cannot see it (the hard case of issue 35).
 
-`judge_reply` is an evidence-verifier judge (`ragwatch.judges.verify_evidence`) with token logprobs at
+`judge_reply` is an evidence-verifier judge (`ragwatch.judges.faithfulness.verify_evidence`) with token logprobs at
 each verdict, weak as the local 1.5B is: it calls a true statement unsupported 15% of the time and
 catches half of the planted ones (by a stable hash of the statement, so a statement gets the same
 reply in every run). `truth(statement)` is what a careful reader says: the labels a test gives.

@@ -8,8 +8,8 @@ import pytest
 
 from ragwatch.decision.compare import compare_runs
 from ragwatch.decision.thresholds import GateThresholds
-from ragwatch.judges.calibrations import faithfulness_calibration
-from ragwatch.judges.faithfulness_level import with_level
+from ragwatch.judges.faithfulness.calibrations import faithfulness_calibration
+from ragwatch.judges.faithfulness.level import with_level
 from ragwatch.report.summary import comparison_text
 from ragwatch.results import LEVEL_ITEM_KEY, ItemScore, MetricInfo, MetricResult
 from ragwatch.review.labelled import labelled_estimate
