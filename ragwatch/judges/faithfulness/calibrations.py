@@ -39,7 +39,8 @@ class FaithfulnessCalibration(BaseModel):
 
 CALIBRATIONS: tuple[FaithfulnessCalibration, ...] = (
     # Refitted 2026-11-26 on the 300 agreed statements of three systems under test (S0, the default: the 72
-    # of data/judge_dev/rag_statements/features.jsonl; S1 and S2: 228 of data/judge_dev/rag_statements/features_new.jsonl,
+    # of data/judge_dev/rag_statements/features.jsonl; S1 and S2: 228 of
+    # data/judge_dev/rag_statements/features_new.jsonl,
     # the reference labels of issue 35), from the judge's recorded features (no model run): logistic regression
     # (balanced classes), cut-off of best balanced accuracy of the verdicts under the rules. The inputs are
     # those with the best cross-fitted kappa among 14 candidates (benchmarks/verdict_refit.py): lexical support,
