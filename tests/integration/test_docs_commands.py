@@ -231,6 +231,7 @@ def run_session(session: Session, tmp_path: Path) -> dict[str, str]:
 
 
 @pytest.mark.integration
+@pytest.mark.slow
 def test_configs_and_estimates_run_as_written(tmp_path: Path) -> None:
     out = run_session(FIRST_LOOK, tmp_path)
     assert "docs/examples/ragwatch.yaml" in out["python run.py config show --config docs/examples/ragwatch.yaml"]
@@ -244,14 +245,17 @@ def test_the_readme_steps_on_your_system_run_as_written(tmp_path: Path) -> None:
     out = run_session(YOUR_SYSTEM, tmp_path)
     assert '"answer"' in out[YOUR_SYSTEM.commands[1]] and '"contexts"' in out[YOUR_SYSTEM.commands[1]]
     assert "Gate:" in out["python run.py full --config docs/examples/ragwatch.yaml"]
-    assert "QUICK LOOK" in out["python run.py full --quick --config docs/examples/ragwatch.yaml"]
+    quick = out["python run.py full --quick --config docs/examples/ragwatch.yaml"]
+    assert "QUICK LOOK" in quick and "gate: NOT APPLIED (--quick: 4 items cannot decide)" in quick
+    assert "PROMOTED" not in quick and "regression" not in quick
 
 
 @pytest.mark.integration
 @pytest.mark.slow
 def test_the_bundled_default_runs_as_written(tmp_path: Path) -> None:
     out = run_session(DEFAULT, tmp_path)
-    assert "QUICK LOOK" in out["python run.py --quick"]
+    quick = out["python run.py --quick"]
+    assert "QUICK LOOK" in quick and "Gate: NOT APPLIED (--quick: " in quick and "PROMOTED" not in quick
     assert "Gate:" in out["make run"]
 
 
