@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -38,6 +39,7 @@ KEPT_PAGES = (
     "user-guide/starter-guide/create-an-ml-pipeline.md",
     "user-guide/llmops-guide/rag-with-zenml/storing-embeddings-in-a-vector-database.md",
 )
+SAMPLE_QUESTIONS = 4  # of the ZenML question set, and generated ones (the bundled default: 33 and 36)
 NOT_COPIED = (".git", ".venv", ".zen", ".zenml_home", ".phoenix-venv", ".ragwatch", "reports", "reviews", "site",
               "__pycache__", ".pytest_cache", ".ruff_cache", "*.egg-info")
 FAKE_KEY_ENV = "RAGWATCH_DOCS_FAKE_KEY"
@@ -174,15 +176,19 @@ def _venv(copy: Path) -> None:
 
 
 def make_copy(dest: Path, base_url: str) -> Path:
-    """A copy of the project whose corpus is `KEPT_PAGES` and whose models are the fake server's."""
+    """A copy of the project whose corpus is `KEPT_PAGES`, whose default evaluation set is
+    `SAMPLE_QUESTIONS` ZenML and as many generated questions, and whose models are the fake server's."""
     shutil.copytree(ROOT, dest, ignore=shutil.ignore_patterns(*NOT_COPIED), symlinks=True)
     corpus = dest / "data" / "sample" / "zenml_docs"
     for page in corpus.rglob("*.md"):
         if str(page.relative_to(corpus)) not in KEPT_PAGES:
             page.unlink()
+    qa = dest / "data" / "sample" / "eval" / "zenml_qa_sample.jsonl"
+    qa.write_text("".join(qa.read_text(encoding="utf-8").splitlines(keepends=True)[:SAMPLE_QUESTIONS]))
     llm = {"model": "openai/fake-docs", "api_base": base_url, "api_key_env": FAKE_KEY_ENV}
     (dest / "configs" / "llm.yaml").write_text(yaml.safe_dump(
-        {"testset": {"generator": llm}, "evaluate": {"system": {"generator": llm}, "judges": {"llm": llm}}}))
+        {"testset": {"generator": llm, "testset": {"n_chunks": SAMPLE_QUESTIONS}},
+         "evaluate": {"system": {"generator": llm}, "judges": {"llm": llm}}}))
     _venv(dest)
     return dest
 
@@ -196,6 +202,19 @@ def _environment(copy: Path, store: Path) -> dict[str, str]:
     (store / "cache").mkdir(parents=True, exist_ok=True)
     (store / "cache" / "models").symlink_to(Path(os.environ["RAGWATCH_CACHE_DIR"]) / "models")
     return env
+
+
+def _run(command: str, cwd: Path, env: dict[str, str], timeout_s: float = 1200) -> subprocess.CompletedProcess:
+    """`command` through bash in its own process group, which a time-out ends whole (make's children too)."""
+    process = subprocess.Popen(["bash", "-c", command], cwd=cwd, env=env, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        stdout, stderr = process.communicate(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.communicate()
+        raise
+    return subprocess.CompletedProcess(process.args, process.returncode, stdout, stderr)
 
 
 def run_session(session: Session, tmp_path: Path) -> dict[str, str]:
@@ -216,8 +235,7 @@ def run_session(session: Session, tmp_path: Path) -> dict[str, str]:
                     _wait_for_port(port)
                     continue
                 started = time.monotonic()
-                result = subprocess.run(["bash", "-c", command], cwd=copy, env=env, capture_output=True, text=True,
-                                        timeout=900)
+                result = _run(command, copy, env)
                 output = result.stdout + result.stderr
                 allowed = (0, 1) if command in session.may_not_promote else (0,)
                 assert result.returncode in allowed, (
