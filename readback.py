@@ -71,6 +71,11 @@ def run_evaluated(run: Any) -> bool:
     return not (isinstance(gate, dict) and gate.get("status") == "not_evaluated")
 
 
+def run_is_quick(run: Any) -> bool:
+    """A `--quick` look (tagged `QUICK_TAG`): it decides nothing, so it is never a baseline."""
+    return any(tag.name == QUICK_TAG for tag in run.tags or [])
+
+
 def run_metrics(run: Any) -> MetricGroup | None:
     """The `all_metrics` artifact of a pipeline run, or None when the run has none."""
     step = run.steps.get(TRACK_STEP)
@@ -106,7 +111,7 @@ def previous_evaluation(
     for run in evaluation_runs():
         if run.id == exclude_run_id or run.status != ExecutionStatus.COMPLETED or not run_evaluated(run):
             continue
-        if any(tag.name == QUICK_TAG for tag in run.tags or []):  # a quick look is never a baseline
+        if run_is_quick(run):  # a quick look is never a baseline
             continue
         if before is not None and run.created >= before:
             continue

@@ -103,7 +103,8 @@ def build_parser() -> argparse.ArgumentParser:
                            "(e.g. data/judge_dev/rag_statements/calibrate.jsonl)")
     calibrate.add_argument("--labels", action="store_true", help="measure the judges of an evaluation run "
                                                                   "against your human_labels (review import)")
-    calibrate.add_argument("--run", help="with --labels: run name or id (default: the last evaluation run)")
+    calibrate.add_argument("--run", help="with --labels: run name or id (default: the newest run that evaluated "
+                                                 "its system, not a --quick look)")
     calibrate.add_argument("--write-threshold", action="store_true",
                            help="write the tuned weighted-mode threshold into the --config file")
 
@@ -112,7 +113,8 @@ def build_parser() -> argparse.ArgumentParser:
                                              "people to label; import the filled file as human_labels.")
     review_actions = review.add_subparsers(dest="action", metavar="ACTION", required=True)
     export = review_actions.add_parser("export", help="write a review sample (CSV and JSONL)")
-    export.add_argument("--run", help="run name or id (default: the last evaluation run)")
+    export.add_argument("--run", help="run name or id (default: the newest run that evaluated its system, "
+                                      "not a --quick look)")
     export.add_argument("--n", type=int, default=50, help="items to sample (default 50)")
     export.add_argument("--metric", action="append", help="judged metric to label (repeatable; default: "
                                                           "every LLM-judged metric)")
@@ -127,7 +129,8 @@ def build_parser() -> argparse.ArgumentParser:
                                              description="A page on 127.0.0.1 that shows one sampled item at a "
                                                          "time (keys y/n, 1-5, s skip, u undo); every label is "
                                                          "stored at once and saved as human_labels.")
-    review_serve.add_argument("--run", help="run name or id (default: the last evaluation run)")
+    review_serve.add_argument("--run", help="run name or id (default: the newest run that evaluated its "
+                                            "system, not a --quick look)")
     review_serve.add_argument("--metric", action="append", help="judged metric to label (repeatable; default: "
                                                                 "every LLM-judged metric)")
     review_serve.add_argument("--n", type=int, default=30, help="items in the sample, the progress target (default 30)")

@@ -329,8 +329,7 @@ class Evaluator:
             config = self.judges
             if cache_dir is not None:
                 config = config.model_copy(update={"llm": config.llm.model_copy(update={"cache_dir": cache_dir})})
-            judged, _usage = judge_answers(samples, answers, config, self.embedder)
-            metrics.update(judged)
+            metrics.update(judge_answers(samples, answers, config, self.embedder).metrics)
         return metrics
 
 

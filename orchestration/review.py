@@ -32,7 +32,7 @@ from ragwatch.review import (
     validate_labels,
     write_review_files,
 )
-from readback import LABELS_ARTIFACT, evaluation_runs, latest_human_labels
+from readback import LABELS_ARTIFACT, evaluation_runs, latest_human_labels, run_evaluated, run_is_quick
 
 REVIEWS_DIR = Path("reviews")
 JUDGE_STEP, JUDGE_OUTPUT = "judge_answers_step", "judge_metrics"
@@ -40,7 +40,7 @@ RESULTS_STEP, RESULTS_OUTPUT = "collect_results", "eval_results"
 
 
 def find_run(run: str | None) -> Any:
-    """The named run (name, id or prefix), or the newest completed evaluation run."""
+    """The named run (name, id or prefix), or the newest evaluated run (`newest_reviewable_run`)."""
     if run:
         try:
             return Client().get_pipeline_run(run)
@@ -48,10 +48,26 @@ def find_run(run: str | None) -> Any:
             detail = str(exc.args[0]) if exc.args else ""
             raise ValueError(f"no single pipeline run matches {run!r}: pass a run name or id (`zenml pipeline "
                              f"runs list` shows them){'; ' + detail if 'found' in detail else ''}") from None
+    return newest_reviewable_run()[0]
+
+
+def newest_reviewable_run() -> tuple[Any, str]:
+    """The newest completed evaluation run with judged items that evaluated its system and is not a
+    `--quick` look (labels on a failed run or on a dozen items would calibrate nothing), and a line
+    saying which run that is and which newer runs were passed over, and why."""
+    skipped: list[str] = []
     for candidate in evaluation_runs():
-        if candidate.status == ExecutionStatus.COMPLETED and JUDGE_STEP in candidate.steps:
-            return candidate
-    raise ValueError("no completed evaluation run to review: run `python run.py` (or evaluate) first")
+        if candidate.status != ExecutionStatus.COMPLETED or JUDGE_STEP not in candidate.steps:
+            continue
+        why = ("could not evaluate its system" if not run_evaluated(candidate)
+               else "a --quick look" if run_is_quick(candidate) else None)
+        if why is None:
+            passed = f"; newer runs passed over: {'; '.join(skipped)}" if skipped else ""
+            return candidate, f"run {candidate.name}: the newest evaluated run{passed} (--run picks another)"
+        skipped.append(f"{candidate.name} ({why})")
+    found = f" (passed over: {'; '.join(skipped)})" if skipped else ""
+    raise ValueError(f"no evaluated run with judged items to review{found}: run `python run.py` (or evaluate) "
+                     "first, or name a run with --run")
 
 
 def run_items(run: Any) -> tuple[list[dict[str, Any]], dict[str, MetricResult]]:
@@ -84,12 +100,14 @@ def model_name_of(run: Any) -> str:
 def export_review(run: str | None = None, n: int = 50, metrics: Sequence[str] | None = None, seed: int = 0,
                   out_dir: Path = REVIEWS_DIR, *, design: Design = "active") -> tuple[Path, Path, str]:
     """Write the review sample of `run`; returns the CSV and JSONL paths and a summary line."""
-    found = find_run(run)
+    found, picked = (find_run(run), None) if run else newest_reviewable_run()
     rows, judged = run_items(found)
     sample = review_sample(rows, judged, n=n, metric_names=metrics, seed=seed, run_id=str(found.id), design=design)
     csv_path, jsonl_path = write_review_files(sample, out_dir, f"{found.name}-review")
     summary = (f"{len(sample.rows)} items of run {found.name} for review (seed {seed}; {sample.describe()}); "
                "label columns: " + ", ".join(f"label:{m}" for m in sample.metrics))
+    if picked:
+        summary = f"review export: {picked}\n{summary}"
     return csv_path, jsonl_path, summary
 
 

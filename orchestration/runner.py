@@ -58,7 +58,7 @@ class RunOutcome:
 
     @property
     def regressed(self) -> bool:
-        return self.gate is not None and self.gate.evaluated and not self.gate.promote
+        return self.gate is not None and self.gate.refused
 
     def cause_line(self) -> str | None:
         """"could not evaluate: <cause>; <what to do>", or None when the run evaluated."""

@@ -118,6 +118,9 @@ class EvaluateConfig(_Strict):
     """What the report's first screen shows."""
     promote: bool = True
     """Promote the system's model version to production when the gate passes."""
+    quick: bool = False
+    """A quick look (set by `run.py --quick`, docs/quick-look.md): too few items to decide, so the gate is
+    not applied and the run is never promoted."""
 
 
 class FullConfig(_Strict):

@@ -4,9 +4,10 @@ The config is cut down, not replaced: the same documents, system, models and jud
 `QUICK_ITEMS` questions (a seeded sample of the labelled sets when the config has any, else one
 generated question from each of `QUICK_ITEMS` sampled chunks; the sample's own ZenML question set
 and the keyword tests are left out). So few items give intervals too wide to tell a change from noise,
-so a quick run never decides: it is not promoted (`promote: false`), its versions are those of
+so a quick run never decides: its gate is not applied (`evaluate.quick`; the gate reads "NOT APPLIED
+(--quick: 12 items cannot decide)"), it is not promoted (`promote: false`), its versions are those of
 `<model_name>-quick` (never the real system's production baseline), its runs are tagged `quick` (no
-later run takes one as its "previous run"), and run.py exits 0 whatever its gate says.
+later run takes one as its "previous run"), and run.py exits 0.
 
 Example:
     >>> from ragwatch.config import FullConfig
@@ -41,8 +42,14 @@ def quick_config(config: FullConfig) -> FullConfig:
     evaluate.e2e.enabled = False
     evaluate.judge_panel = []
     evaluate.promote = False
+    evaluate.quick = True
     evaluate.system.model_name = f"{evaluate.system.model_name}-{QUICK_TAG}"
     return quick
+
+
+def quick_gate_reason(n_items: int) -> str:
+    """Why a quick run's gate is not applied: "--quick: 12 items cannot decide"."""
+    return f"--quick: {n_items} items cannot decide"
 
 
 def quick_banner(n_items: int | None = None) -> str:

@@ -18,10 +18,11 @@ from ragwatch.artifacts import AnswerSet, EvalSet, MetricGroup, RunComparisons
 from ragwatch.checks.system_metrics import NOTHING_ANSWERED, SYSTEM_METRICS, reported_top_k, system_metrics
 from ragwatch.config import EvaluateConfig
 from ragwatch.decision.compare import compare_runs
-from ragwatch.decision.gate import GateDecision, gate_decision, not_evaluated
+from ragwatch.decision.gate import GateDecision, gate_decision, not_applied, not_evaluated
 from ragwatch.decision.labels_plan import labels_plans
 from ragwatch.decision.outcome import could_not_evaluate
 from ragwatch.evalset.assemble import generation_samples
+from ragwatch.quick import quick_gate_reason
 from ragwatch.report.markdown import build_markdown_summary
 from ragwatch.report.page import build_html_report
 from ragwatch.report.summary import judge_models, verdict_line
@@ -121,6 +122,8 @@ def track_evaluation(
     blocked = could_not_evaluate(answers.answers, [s.id for s in samples], answers.calls, metrics, config.gate)
     if blocked:
         decision = not_evaluated(*blocked)
+    elif config.quick:
+        decision = not_applied(quick_gate_reason(len(samples) or len(eval_set.samples)))
     else:
         plans = labels_plans(comparisons.production, metrics, production[2].metrics if production else {},
                              run=str(run.name), thresholds=config.gate)

@@ -37,7 +37,9 @@ if TYPE_CHECKING:
 
 # "not_evaluated": the run could not be evaluated (system unreachable, budget reached, ...); reasons[0] says why
 # "needs_labels": a weak judge sees a drop it cannot size; reasons say how many labels and the command
-GateStatus = Literal["promote", "regressed", "hold", "no_baseline", "not_evaluated", "needs_labels"]
+# "not_applied": the run is too small to decide (a --quick look); reasons[0] says why
+GateStatus = Literal["promote", "regressed", "hold", "no_baseline", "not_evaluated", "needs_labels", "not_applied"]
+REFUSED: tuple[GateStatus, ...] = ("regressed", "hold", "needs_labels")
 
 
 class GateDecision(BaseModel):
@@ -47,7 +49,9 @@ class GateDecision(BaseModel):
     team's inconclusive rule asks for more evidence), "no_baseline" (first evaluation: promoted),
     "needs_labels" (a judge below the agreement bar sees a drop it cannot decide: human labels will);
     "not_evaluated" (the run could not evaluate the system: unreachable, stopped by its budget, or
-    judges that failed; `reasons[0]` is the cause, `reasons[1]` what to do; see `not_evaluated`).
+    judges that failed; `reasons[0]` is the cause, `reasons[1]` what to do; see `not_evaluated`);
+    "not_applied" (the run is too small to decide anything, a `--quick` look: never promoted, never a
+    refusal; `reasons[0]` says why; see `not_applied`).
     `flags`: warnings that do not decide, e.g. a constant judge that was excluded from gating.
     """
 
@@ -61,7 +65,7 @@ class GateDecision(BaseModel):
         # a decision built by hand with promote=False and no status is a refusal
         if not self.promote and self.status in ("promote", "no_baseline"):
             self.status = "regressed"
-        if self.promote and self.status in ("regressed", "hold", "not_evaluated", "needs_labels"):
+        if self.promote and self.status in (*REFUSED, "not_evaluated", "not_applied"):
             raise ValueError(f"promote=True contradicts status {self.status!r}")
         return self
 
@@ -70,10 +74,20 @@ class GateDecision(BaseModel):
         """False when the run could not evaluate the system: it is nobody's baseline."""
         return self.status != "not_evaluated"
 
+    @property
+    def refused(self) -> bool:
+        """The gate looked and said no (a regression, a hold, labels needed): a failing job's exit code."""
+        return self.status in REFUSED
+
 
 def not_evaluated(cause: str, action: str) -> GateDecision:
     """The decision of a run that could not evaluate the system (`ragwatch.decision.outcome`)."""
     return GateDecision(promote=False, reasons=[cause, action], status="not_evaluated")
+
+
+def not_applied(reason: str) -> GateDecision:
+    """The decision of a run too small to decide (`ragwatch.quick`): not promoted, and not a refusal."""
+    return GateDecision(promote=False, reasons=[reason], status="not_applied")
 
 
 def gate_decision(comparison: Comparison | None, thresholds: GateThresholds | None = None, *,

@@ -112,7 +112,7 @@ def _summary_section(metrics: Mapping[str, MetricResult], items: pd.DataFrame,
              f"<b>{scored}</b> item scores", f'<b class="{"warn" if failed else ""}">{failed}</b> failed']
     out = f'<p class="summary">{" · ".join(parts)}</p>'
     if gate is not None:
-        cls, verdict = ("ok" if gate.promote else "bad"), gate_label(gate)
+        cls, verdict = ("ok" if gate.promote else "" if gate.status == "not_applied" else "bad"), gate_label(gate)
         reasons = "".join(f"<li>{esc(r)}</li>" for r in gate.reasons)
         out += f'<div class="gate {cls}"><b>Gate: {verdict}</b><ul>{reasons}</ul></div>'
     if lines := unavailable_lines(unavailable):

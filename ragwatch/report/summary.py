@@ -161,6 +161,8 @@ def verdict_line(comparisons: Mapping[str, Comparison], gate: GateDecision | Non
     reached, ...) is compared with nothing: its figures measure the failure, not the system."""
     if gate is not None and gate.status == "not_evaluated":
         return "hold", f"Could not evaluate this run: nothing is compared. Gate: {gate_label(gate)}."
+    if gate is not None and gate.status == "not_applied":
+        return "none", f"Too few items to decide anything: nothing is compared. Gate: {gate_label(gate)}."
     parts, kinds = [], []
     for label, cmp in comparisons.items():
         kind, sentence = comparison_verdict(cmp, label)
@@ -188,9 +190,11 @@ _GATE_WORDS = {"promote": "PROMOTED", "no_baseline": "PROMOTED (first production
 
 def gate_label(gate: GateDecision) -> str:
     """The gate's decision in words: the same on the terminal, in Markdown and in HTML. "not_evaluated"
-    names its cause (the decision's first reason), never "regression"."""
-    if gate.status == "not_evaluated":
-        return f"NOT EVALUATED ({gate.reasons[0]})" if gate.reasons else "NOT EVALUATED"
+    names its cause (the decision's first reason), never "regression"; "not_applied" says why the gate
+    did not decide (a --quick look), never "promoted"."""
+    if gate.status in ("not_evaluated", "not_applied"):
+        words = gate.status.replace("_", " ").upper()
+        return f"{words} ({gate.reasons[0]})" if gate.reasons else words
     return _GATE_WORDS[gate.status]
 
 
@@ -269,7 +273,7 @@ def summary_text(metrics: Mapping[str, MetricResult], comparisons: Mapping[str, 
         out.append("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
         if j == 0:
             out.append("  ".join("-" * w for w in widths))
-    if gate is not None and gate.status != "promote":
+    if gate is not None and gate.status not in ("promote", "not_applied"):  # not_applied: its label says why
         out += [""] + [f"  - {reason}" for reason in gate.reasons]
     warnings = (gate.flags if gate is not None else []) + judge_warnings(metrics)
     if warnings:

@@ -1,5 +1,6 @@
 """The docs hold: the site builds with no warning, the README's links resolve, every `python run.py`
-command in the README and the docs parses as written and names config files that exist."""
+command in the README and the docs parses as written and names config files that exist (the shell
+blocks' commands also run: tests/integration/test_docs_commands.py)."""
 
 from __future__ import annotations
 
@@ -15,9 +16,8 @@ from pathlib import Path
 import pytest
 from markdown.extensions.toc import slugify
 
-ROOT = Path(__file__).resolve().parents[2]
-DOC_FILES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
-FENCE = re.compile(r"^```([^\n]*)\n(.*?)^```", re.S | re.M)
+from tests.doc_commands import DOC_FILES, FENCE, ROOT
+
 COMMAND = re.compile(r"(?:\.venv/bin/)?python run\.py\b[^&;|#`\n]*")
 SYNOPSIS = ("[", "|", "<", "...", "…")  # an inline command with these documents syntax, not a run
 PATH_OPTIONS = ("--config", "--zenml-config")

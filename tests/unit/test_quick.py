@@ -23,11 +23,11 @@ def test_quick_cuts_the_bundled_run_to_a_dozen_items_that_decide_nothing():
     quick = quick_config(full)
     assert quick.testset.synthetic and quick.testset.testset.n_chunks == QUICK_ITEMS
     assert quick.testset.testset.questions_per_chunk == 1 and quick.testset.zenml_qa is None
-    assert not quick.evaluate.e2e.enabled and not quick.evaluate.promote
+    assert not quick.evaluate.e2e.enabled and not quick.evaluate.promote and quick.evaluate.quick
     assert quick.evaluate.system.model_name == "ragwatch-rag-quick"  # never the real system's baseline
     # the same system, models and judges as the full run
     assert quick.evaluate.system.rag == full.evaluate.system.rag and quick.evaluate.judges == full.evaluate.judges
-    assert full.testset.zenml_qa and full.evaluate.promote  # the original is untouched
+    assert full.testset.zenml_qa and full.evaluate.promote and not full.evaluate.quick  # the original is untouched
     assert "cannot decide anything" in quick_banner(11) and "11 items" in quick_banner(11)
 
 
@@ -114,3 +114,28 @@ def test_run_py_takes_quick_before_or_after_the_command(argv, quick):
     import run
 
     assert run.build_parser().parse_args(argv).quick is quick
+
+
+def test_a_quick_runs_gate_says_not_applied_never_promoted_nor_a_regression():
+    """The printout, the report page and the metadata's verdict all read the one label."""
+    from types import SimpleNamespace
+
+    import run
+    from orchestration.runner import RunOutcome
+    from ragwatch.decision.gate import GateDecision, not_applied
+    from ragwatch.quick import quick_gate_reason
+    from ragwatch.report.summary import gate_label, summary_text, verdict_line
+
+    gate = not_applied(quick_gate_reason(12))
+    assert gate_label(gate) == "NOT APPLIED (--quick: 12 items cannot decide)"
+    assert (gate.promote, gate.status, gate.evaluated, gate.refused) == (False, "not_applied", True, False)
+    cls, line = verdict_line({}, gate)
+    assert cls == "none" and line.endswith("Gate: NOT APPLIED (--quick: 12 items cannot decide).")
+    assert "PROMOTED" not in summary_text({}, {}, gate) and "First evaluation" not in line
+    outcome = RunOutcome(pipeline="full", run=SimpleNamespace(name="r"), seconds=1.0, gate=gate)
+    assert not outcome.regressed and not outcome.not_evaluated and run.exit_code(outcome) == 0
+    with pytest.raises(ValueError, match="contradicts"):
+        GateDecision(promote=True, status="not_applied")
+    for status in ("regressed", "hold", "needs_labels"):  # the refusals: exit 1 without --quick
+        refused = RunOutcome(pipeline="full", run=None, seconds=1.0, gate=GateDecision(promote=False, status=status))
+        assert refused.regressed and run.exit_code(refused) == 1 and run.exit_code(refused, quick=True) == 0

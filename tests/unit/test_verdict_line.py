@@ -71,6 +71,10 @@ def test_every_combination_of_row_verdicts_and_gate_statuses(status: str) -> Non
                 assert f"NOT EVALUATED ({CAUSE})" in line
                 checked += 1
                 continue
+            if status == "not_applied":  # a quick look decides nothing: no metric named, no promotion
+                assert not mentioned and "promot" not in line.lower() and cls == "none", line
+                checked += 1
+                continue
             named = _named(line)
             by_row = {r.metric: r for r in cmp.rows}
             # a metric is named with a word only when its row has that verdict ...
@@ -106,6 +110,7 @@ def test_gate_label_wording() -> None:
     assert gate_label(_gate("regressed")) == "NOT PROMOTED (regression)"
     assert gate_label(_gate("not_evaluated")) == f"NOT EVALUATED ({CAUSE})"
     assert gate_label(GateDecision(promote=False, status="not_evaluated")) == "NOT EVALUATED"
+    assert gate_label(_gate("not_applied")) == "NOT APPLIED (reason for not_applied)"
     with pytest.raises(ValueError, match="contradicts"):
         GateDecision(promote=True, status="not_evaluated")
 
