@@ -69,7 +69,7 @@ COVERED: dict[str, str] = {
     "python run.py schedule serve":
         "tests/integration/test_gate_and_operations.py::test_local_schedule_fires_within_the_test",
     "python run.py dashboard": "tests/integration/test_dashboard.py::test_dashboard_serves_and_stops_on_sigterm",
-    # monitor's windows and options on logs of every format (its sample log is written in MONITORING)
+    # monitor's windows and options on logs of every format (the sample log is committed in data/sample/logs)
     "python run.py monitor --window 2d --at 2026-11-19":
         "tests/integration/test_monitor.py::test_monitor_report_metadata_and_judged_feedback",
     "python run.py monitor --config configs/monitor.yaml":
@@ -112,7 +112,6 @@ DEFAULT = Session("the bundled default", (
     "python run.py watch --once && python run.py compare",
 ), may_not_promote=("python run.py full", "python run.py watch --once && python run.py compare"))
 MONITORING = Session("monitoring", (
-    "python benchmarks/drift.py --reps 0 --write-logs data/sample/logs",
     "python run.py monitor",
     "python run.py monitor --estimate",
 ))

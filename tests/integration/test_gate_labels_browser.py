@@ -3,7 +3,7 @@
 The whole way a user goes, on a temporary ZenML store: production answers are evaluated and promoted;
 a candidate that puts a number or name of its answers' own contexts in the wrong place
 (`tests/planted_faithfulness.py`: 32 of 48 answers, lexically invisible) is evaluated. Its judge is
-below `gate.min_judge_kappa` (the shipped calibration of the local 1.5B judge, kappa 0.50, which the
+below `gate.min_judge_kappa` (the shipped calibration of the local 1.5B judge, kappa 0.51, which the
 fake judge carries here) and sees a drop it cannot size: the gate says NEEDS LABELS with how many and
 the `review serve` command. That command is run, the page opened in headless Chromium, and 30 items
 labelled by clicking yes / no per statement (a careful reader's truth); `evaluate` again, as the
@@ -28,7 +28,7 @@ from zenml.enums import ModelStages
 
 import run as cli
 import tests.planted_faithfulness as planted
-from ragwatch.judges import calibrations
+from ragwatch.judges.faithfulness import calibrations
 from tests.fake_llm_server import FakeLLMServer
 from tests.integration.conftest import write_config
 from tests.integration.test_review_serve import CHROMIUM, FLAGS, STARTED, Server, _free_port
@@ -68,7 +68,7 @@ def _no_server_left() -> None:
 def config(tmp_path: Path, tiny_corpus: Path, monkeypatch: pytest.MonkeyPatch):
     """The config, and the flag file that switches the system to the planted answers."""
     monkeypatch.setenv("FAKE_JUDGE_KEY", "sk-fake")
-    # the fake judge stands in for the default local judge: its shipped calibration (level data, kappa 0.50)
+    # the fake judge stands in for the default local judge: its shipped calibration (level data, kappa 0.51)
     shipped = next(c for c in calibrations.CALIBRATIONS if c.level_data)
     monkeypatch.setattr(calibrations, "CALIBRATIONS", (*calibrations.CALIBRATIONS, shipped.model_copy(
         update={"model": JUDGE})))
@@ -120,7 +120,10 @@ def test_needs_labels_then_thirty_labels_in_the_browser_decide_the_planted_chang
     assert cli.main(["evaluate", "--config", str(path)]) == 1
     out = capsys.readouterr().out
     assert "NOT PROMOTED (needs labels" in out, out
-    assert "faithfulness needs labels: its judge sees a drop" in out and "kappa 0.50" in out, out
+    shipped = calibrations.faithfulness_calibration("local/qwen2.5-coder-1.5b-instruct", "faithfulness-v5")
+    assert shipped is not None
+    assert "faithfulness needs labels: its judge sees a drop" in out, out
+    assert f"kappa {shipped.agreement.kappa:.2f}" in out, out
     needs_line = next(line for line in out.splitlines() if "faithfulness needs labels" in line)
     needed, run_name, n = NEEDS.search(out.replace("\n", " ")).groups()
     assert needed == n and LABELS <= int(n) <= 48, out  # the power computation names at least the 30 given

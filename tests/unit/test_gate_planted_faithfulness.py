@@ -13,7 +13,7 @@ from ragwatch.decision.compare import compare_runs
 from ragwatch.decision.gate import GateDecision, gate_decision
 from ragwatch.decision.labels_plan import labels_plans
 from ragwatch.decision.thresholds import GateThresholds
-from ragwatch.judges import calibrations
+from ragwatch.judges.faithfulness import calibrations
 from ragwatch.llm.client import LLMClient
 from ragwatch.llm.types import LLMSettings
 from ragwatch.results import MetricResult
