@@ -72,6 +72,10 @@ COVERED: dict[str, str] = {
     # monitor's windows and options on logs of every format (the sample log is committed in data/sample/logs)
     "python run.py monitor --window 2d --at 2026-11-19":
         "tests/integration/test_monitor.py::test_monitor_report_metadata_and_judged_feedback",
+    # the committed sample log as an evaluation set, in each of its formats, against a callable
+    "python run.py testset --config configs/logs.yaml && python run.py evaluate --config configs/logs.yaml":
+        "tests/integration/test_logged_evaluate.py::"
+        "test_the_committed_sample_log_evaluates_in_every_format_like_a_callable",
     "python run.py monitor --config configs/monitor.yaml":
         "tests/integration/test_monitor.py::test_monitor_reads_each_format_and_calls_no_generator",
 }
