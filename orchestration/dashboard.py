@@ -10,6 +10,21 @@ import sys
 import time
 from pathlib import Path
 
+DEFAULT_PORT = 8237
+
+
+def run_location(pipeline: str, run_name: str, run_id: object, nodes: list[tuple[str, str, str]],
+                 metadata: list[str]) -> list[str]:
+    """Where a run is in the dashboard (`python run.py dashboard`): the path through the pages, the run's
+    direct address, then each node to open (node, step, what its Visualization shows) and the metadata keys."""
+    path = f"Projects > default > Pipelines > {pipeline} > {run_name}"
+    return [
+        f"open it in the dashboard: python run.py dashboard  (local ZenML server), then {path}",
+        f"  (or http://127.0.0.1:{DEFAULT_PORT}/projects/default/runs/{run_id})",
+        *(f"  node '{node}' (step {step}) > Visualization: {what}" for node, step, what in nodes),
+        f"  Metadata: {', '.join(repr(k) for k in metadata)} (same keys in every run, to read side by side)",
+    ]
+
 
 def zenml_cli() -> list[str]:
     executable = Path(sys.executable).with_name("zenml")
@@ -20,7 +35,7 @@ def _interrupt(signum: int, frame: object) -> None:
     raise KeyboardInterrupt
 
 
-def run_dashboard(port: int = 8237, duration_s: float | None = None) -> int:
+def run_dashboard(port: int = DEFAULT_PORT, duration_s: float | None = None) -> int:
     """Serve the dashboard until Ctrl-C, SIGTERM or SIGHUP (or `duration_s`), then stop the server and
     log out. Every way of stopping runs the same cleanup: a server left behind would hold the port."""
     from zenml_env import skip_dashboard_survey

@@ -9,6 +9,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+from orchestration.dashboard import run_location
 from ragwatch.config_loader import load_config
 from ragwatch.log_settings import parse_duration
 from ragwatch.logs.estimate import estimate_monitor
@@ -52,9 +53,9 @@ def monitor_command(config_path: str | Path, *, at: str | None = None, window: s
     reports.mkdir(parents=True, exist_ok=True)
     path = (reports / f"{run.name}.html").absolute()
     path.write_text(report.html(), encoding="utf-8")
-    lines += ["", f"report: {path}",
-              f"dashboard: Runs > {run.name} > node 'drift_report' (step {REPORT_STEP}) > Visualization; "
-              "Metadata: 'monitor', 'drift_vs_previous', 'drift_vs_reference', 'feedback'"]
+    lines += ["", f"report: {path}", *run_location("monitor", run.name, run.id, [
+        ("drift_report", REPORT_STEP, "the drift report")], ["monitor", "drift_vs_previous", "drift_vs_reference",
+                                                             "feedback"])]
     return (1 if report.worse else 0), "\n".join(lines)
 
 

@@ -16,6 +16,7 @@ from typing import Any
 
 from zenml import Model
 
+from orchestration.dashboard import run_location
 from ragwatch.artifacts import MetricGroup
 from ragwatch.checks.e2e import E2ETables, load_e2e_tables
 from ragwatch.config import FullConfig, corpus_fingerprint, evalset_fingerprint, system_fingerprint
@@ -304,15 +305,9 @@ def format_outcome(outcome: RunOutcome) -> str:
         lines += ["", f"gate: {gate_label(outcome.gate)}"] + [f"  - {reason}" for reason in outcome.gate.reasons]
     if outcome.report_path is not None:
         lines += ["", f"report: {outcome.report_path}"]
-        lines += dashboard_lines(outcome.run.name)
+        lines += run_location(outcome.pipeline, outcome.run.name, outcome.run.id, [
+            ("report", "build_report_step", "the report, verdict first"),
+            ("comparisons", "track_evaluation", "vs previous and production")], ["verdict", "gated_metrics"])
     return "\n".join(lines)
 
 
-def dashboard_lines(run_name: str) -> list[str]:
-    """Where this run is in the dashboard: the printout's last lines."""
-    return [
-        "open it in the dashboard: python run.py dashboard  (local ZenML server on 127.0.0.1), then",
-        f"  Runs > {run_name} > node 'report' (step build_report_step) > Visualization: the report, verdict first",
-        f"  Runs > {run_name} > node 'comparisons' (step track_evaluation) > Visualization: vs previous and production",
-        f"  Runs > {run_name} > Metadata: 'verdict', 'gated_metrics' (same keys in every run, to read side by side)",
-    ]
