@@ -102,8 +102,10 @@ def judge_answers(
     config: JudgesConfig,
     embedder: Embedder | None = None,
     generator: LLMSettings | None = None,
+    system_fingerprint: str | None = None,
 ) -> MetricGroup:
-    """Every enabled judge on the answered samples: the metrics, the judge LLM's usage
+    """Every enabled judge on the answered samples (written by the system with `system_fingerprint`, when
+    known): the metrics, the judge LLM's usage
     (`details["usage"]`) and the metrics this system cannot have (`unavailable`, with the reason).
 
     `generator` is the built-in system's generator (None for a system of the user's own): answer
@@ -113,7 +115,8 @@ def judge_answers(
     llm = LLMClient(config.llm)
     generator_llm = LLMClient(generator) if generator is not None else None
     judges = build_judges(config, llm, embedder=embedder, generator_llm=generator_llm,
-                          generator_model=generator.model if generator is not None else None)
+                          generator_model=generator.model if generator is not None else None,
+                          system_fingerprint=system_fingerprint)
     metrics = run_judges(judges, samples, answers)
     return MetricGroup(group="judges", metrics=metrics, details={"usage": llm.usage.model_dump()},
                        unavailable=unavailable_metrics(judges, answers))
@@ -127,6 +130,7 @@ def judge_panel(
     primary: dict[str, MetricResult],
     embedder: Embedder | None = None,
     generator: LLMSettings | None = None,
+    system_fingerprint: str | None = None,
 ) -> pd.DataFrame:
     """The same judges with every model of `panel`, next to the primary judge model.
 
@@ -136,7 +140,8 @@ def judge_panel(
     results = {config.llm.model: primary}
     for settings in panel:
         panel_config = config.model_copy(update={"llm": settings})
-        results[settings.model] = judge_answers(samples, answers, panel_config, embedder, generator).metrics
+        results[settings.model] = judge_answers(samples, answers, panel_config, embedder, generator,
+                                                       system_fingerprint).metrics
     return compare_judges(results, reference=config.llm.model)
 
 

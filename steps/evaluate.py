@@ -106,10 +106,12 @@ def judge_answers_step(
     export_api_keys()
     samples, answered = generation_samples(eval_set.samples), list(answers.answers)
     embedder = get_embedder(embedding)
-    group = judge_answers(samples, answered, judges, embedder=embedder, generator=generator)
+    group = judge_answers(samples, answered, judges, embedder=embedder, generator=generator,
+                          system_fingerprint=answers.fingerprint)
     agreement = pd.DataFrame(columns=["metric", "judge"])
     if judge_panel_models:
-        agreement = judge_panel(samples, answered, judges, judge_panel_models, group.metrics, embedder, generator)
+        agreement = judge_panel(samples, answered, judges, judge_panel_models, group.metrics, embedder, generator,
+                                answers.fingerprint)
     log_metadata(
         metadata={
             "judges": {name: m.score for name, m in group.metrics.items() if m.score is not None},

@@ -99,18 +99,20 @@ class JudgesConfig(BaseModel):
 
 def build_judges(
     config: JudgesConfig, llm: Any, embedder: Any = None, generator_llm: Any = None,
-    generator_model: str | None = None,
+    generator_model: str | None = None, system_fingerprint: str | None = None,
 ) -> list[Any]:
     """The enabled judges, in `config.enabled` order (custom judges run only when listed there).
 
     `llm` is the judge `LLMClient` built from `config.llm`, whose model the judges are given
     (`JudgeDeps.model`); `embedder` serves similarity (default: the packaged local model, loaded on
     first use); `generator_llm` is the system under test's client and `generator_model` its model
-    string, for perplexity.
+    string, for perplexity; `system_fingerprint` names the system under test to a judge whose calibration
+    holds labelled answers of it.
     """
     use_logprobs = config.logprobs_on()
     deps = JudgeDeps(llm=llm, model=config.llm.model, use_logprobs=use_logprobs, embedder=embedder,
-                     generator_llm=generator_llm, generator_model=generator_model)
+                     generator_llm=generator_llm, generator_model=generator_model,
+                     system_fingerprint=system_fingerprint)
     custom = {c.name: c for c in config.custom}
     judges: list[Any] = []
     for name in config.enabled:

@@ -41,6 +41,7 @@ class JudgeDeps:
     embedder: Any = None
     generator_llm: Any = None
     generator_model: str | None = None  # the generator's model string (perplexity)
+    system_fingerprint: str | None = None  # the system under test's (`RagSystem.fingerprint()`), when known
 
 
 @dataclass(frozen=True)

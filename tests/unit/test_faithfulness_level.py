@@ -168,11 +168,24 @@ def test_an_unseen_system_carries_the_between_system_bias(monkeypatch, calibrati
     fl._shipped_set.cache_clear()
     fl._shipped_transfer.cache_clear()
     result = _result([[0.9, 0.1], [0.2], [0.8, 0.7, 0.1], [0.05, 0.1], [0.95]] * 4)
-    seen = fl.with_level(result, calibration, resamples=200)  # the default's own system: S0
-    unseen = fl.with_level(result, calibration, resamples=200, system="S7")
+    seen = fl.with_level(result, calibration, resamples=200, system="S0")
+    unseen = fl.with_level(result, calibration, resamples=200)  # a system not known to be one of them
     assert seen.details["level"]["calibration_systems"] == ["S0", "S1"] and seen.details["level"]["transfer"] is None
     transfer = unseen.details["level"]["transfer"]
     assert transfer["df"] == 2 and set(transfer["errors"]) == {"S0", "S1"} and transfer["sd"] >= 0
     assert unseen.score == seen.score and "between-system bias" in unseen.ci_method
     assert unseen.ci_high - unseen.ci_low >= seen.ci_high - seen.ci_low
     assert fl.system_of({"answer_id": "S3/q1"}) == "S3" and fl.system_of({"answer_id": "q1"}) == "default"
+
+
+def test_a_run_is_levelled_as_its_system_only_when_its_fingerprint_is_a_calibration_system() -> None:
+    from ragwatch.judges.faithfulness import FaithfulnessJudge
+    from ragwatch.judges.faithfulness.calibrations import CALIBRATIONS
+
+    shipped = CALIBRATIONS[0]
+    assert set(shipped.systems) == {"S0", "S1", "S2"}
+    assert shipped.system_code(shipped.systems["S1"]) == "S1"
+    assert shipped.system_code("0" * 64) is None and shipped.system_code(None) is None
+    judge = FaithfulnessJudge(None, model=f"local/{shipped.model}", use_logprobs=True,
+                              system_fingerprint=shipped.systems["S0"])
+    assert judge.calibration is not None and judge.calibration.system_code(judge.system_fingerprint) == "S0"

@@ -35,6 +35,14 @@ class FaithfulnessCalibration(BaseModel):
     # the labelled statements with this judge's features (in ragwatch/judges/faithfulness/calibration_data/): the
     # faithfulness level is calibrated on them at run time (`ragwatch.judges.faithfulness.level`)
     level_data: str | None = None
+    # the systems under test of `level_data` (its `system` codes) -> their fingerprint (`RagSystem.fingerprint()`):
+    # a run of one of them is calibrated on its own kind of answers; any other run carries the between-system
+    # bias measured by leaving each labelled system out
+    systems: dict[str, str] = {}
+
+    def system_code(self, fingerprint: str | None) -> str | None:
+        """The calibration data's code of the system with this fingerprint, else None (an unseen system)."""
+        return next((code for code, fp in self.systems.items() if fingerprint and fp == fingerprint), None)
 
 
 CALIBRATIONS: tuple[FaithfulnessCalibration, ...] = (
@@ -63,6 +71,13 @@ CALIBRATIONS: tuple[FaithfulnessCalibration, ...] = (
                                  balanced_accuracy_ci=(0.70, 0.81), n=300, data=RAG_STATEMENTS_HELD_OUT,
                                  labels=REFERENCE_LABELS),
         level_data="qwen2.5-coder-1.5b-instruct__faithfulness-v5.jsonl",
+        # the fingerprints of configs/evaluate.yaml (S0, the embedded default), benchmarks/systems/top1.yaml (S1)
+        # and benchmarks/systems/detailed.yaml (S2) over the bundled corpus's index; a change to the default
+        # system or its corpus makes it an unseen system (a wider interval, never a narrower one):
+        # `python scripts/calibration_systems.py` prints them
+        systems={"S0": "21382105b4e62fa46c7402f1c7be68d52c94fb46e5d3327bcce59871dfd280ac",
+                 "S1": "475f0308e9fcd73f6885b6140a050bea5a9bb75fcbc9baed3a7b914cefc3725b",
+                 "S2": "da144037f3c0567302579755d302eb11ff3e1fbb4cb0ae067064bd5472f6b3cf"},
     ),
 )
 

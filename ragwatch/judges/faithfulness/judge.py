@@ -97,6 +97,7 @@ class FaithfulnessJudge(LLMJudge):
         few_shot: Sequence[FewShotExample | dict[str, Any]] = (),
         use_logprobs: bool = False,
         name: str = "faithfulness",
+        system_fingerprint: str | None = None,
     ) -> None:
         if max_statements < 1:
             raise ValueError(f"max_statements must be >= 1, got {max_statements}")
@@ -156,14 +157,17 @@ class FaithfulnessJudge(LLMJudge):
                                      examples=examples)
         self.verify = verify
         self.max_context_tokens = max_context_tokens
+        # which system wrote the answers: a system of the calibration data is levelled without a transfer bias
+        self.system_fingerprint = system_fingerprint
 
     def evaluate_all(self, samples: list[EvalSample], answers: list[RagAnswer]) -> dict[str, MetricResult]:
         """The engine's result, its score the calibrated level when the judge's calibration ships labelled
         statements (`ragwatch.judges.faithfulness.level`); the verdict share kept beside it."""
         results = super().evaluate_all(samples, answers)
         name = self.name
-        results[name] = with_level(results[name], self.calibration if self.verify == "evidence" else None,
-                                   threshold=self.support_threshold)
+        calibration = self.calibration if self.verify == "evidence" else None
+        system = calibration.system_code(self.system_fingerprint) if calibration is not None else None
+        results[name] = with_level(results[name], calibration, threshold=self.support_threshold, system=system)
         return results
 
     def details(self, metric: str) -> dict[str, Any]:
@@ -241,6 +245,7 @@ def build(options: FaithfulnessOptions, deps: JudgeDeps) -> FaithfulnessJudge:
         support_threshold=options.support_threshold,
         few_shot=options.few_shot,
         use_logprobs=deps.use_logprobs,
+        system_fingerprint=deps.system_fingerprint,
     )
 
 

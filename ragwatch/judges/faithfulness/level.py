@@ -63,11 +63,6 @@ LEVEL_METHOD: Method = "pcc"
 LEVEL_FEATURES = ("judge_logit", "lexical", "vetoed")
 RESAMPLES = 1000
 TRANSFER_RESAMPLES = 200  # per left-out system: only a variance is read from them
-# The system code of the embedded default (configs/evaluate.yaml) in the calibration data
-# (data/judge_dev/rag_statements/README.md): a run of it is calibrated on its own kind of answers and
-# carries no between-system bias. A run does not yet name its system to the judge, so every run is
-# taken for it; `calibrate` (a labelled file of any system) passes system=None.
-DEFAULT_SYSTEM = "S0"
 DATA_PACKAGE = "ragwatch.judges.faithfulness"
 DATA_DIR = "calibration_data"
 RECORD_KEYS = ("answer_id", "label", "p_judge", "lexical", "no_claim", "absent_terms")
@@ -138,9 +133,10 @@ def _shipped_transfer(name: str, support_model: str, threshold: float | None) ->
 
 def statement_level(raws: Sequence[Mapping[str, Any]], items: Sequence[str], verdicts: Sequence[bool],
                     calibration: FaithfulnessCalibration, *, threshold: float | None = None,
-                    resamples: int = RESAMPLES, seed: int = 0, system: str | None = DEFAULT_SYSTEM) -> LevelEstimate:
+                    resamples: int = RESAMPLES, seed: int = 0, system: str | None = None) -> LevelEstimate:
     """The level of statements given by their raw features (`features_of` a verdict) and their items,
-    written by `system` (a system code of the calibration data; None: not known to be one of them)."""
+    written by `system` (a system code of the calibration data, `FaithfulnessCalibration.system_code`; None:
+    not known to be one of them, and the interval carries the between-system bias)."""
     if calibration.level_data is None:
         raise ValueError(f"the calibration of {calibration.model} / {calibration.prompt_version} ships no "
                          "labelled statements: no level can be estimated")
@@ -154,7 +150,7 @@ def statement_level(raws: Sequence[Mapping[str, Any]], items: Sequence[str], ver
 
 def with_level(result: MetricResult, calibration: FaithfulnessCalibration | None, *,
                threshold: float | None = None, resamples: int = RESAMPLES, seed: int = 0,
-               system: str | None = DEFAULT_SYSTEM) -> MetricResult:
+               system: str | None = None) -> MetricResult:
     """`result` with its score and interval the calibrated level; the verdict share and its interval
     kept in the details (`verdict_share`, `verdict_share_ci`), the estimate's record under `level`.
     Item scores stay verdict shares (what a paired comparison and the review page read); each scored
