@@ -1,22 +1,18 @@
-"""Spend the judge where it changes verdicts: a cascade against today's verifier, from measured features.
+"""Spend the judge where it changes verdicts: the cascade against today's verifier, from measured features.
 
-Today every statement that makes a claim goes to the LLM (one call per answer), and the verdict is
-the support model on the judge's P(yes) and lexical support, under the rules. With the judge's
-weight this small, lexical support and the rules decide most verdicts whatever the judge says: a
-statement needs the LLM only when its verdict at the lowest judge logit differs from its verdict at
-the highest. The cascade calls the LLM for those statements only; the others are decided by the rules
-(no claim, a term no retrieved context holds: "no" whatever the judge says) and by lexical support.
-
-Two bounds on the judge's logit: `exact` is the whole clipped range (P(yes) in [1e-4, 1 - 1e-4]): the
-cascade's verdicts are today's by construction; `observed` is the range of P(yes) the judge gave in
-the data (the `--quantile` and 1 - `--quantile` quantiles): fewer calls, verdicts equal except where
-the judge leaves that range. Per range: statements and answers that still need the LLM, the verdicts'
-agreement with today's and with the reference labels, and the judge's seconds per answer: today's
+Today every statement that makes a claim goes to the LLM (one call per answer, all its statements),
+and the verdict is the support model on the judge's reply (P(yes), whether it cited a sentence, the
+key terms its cited sentences lack) and lexical support, under the rules. The cascade
+(`ragwatch.judges.faithfulness.cascade`) asks the judge only about statements whose verdict some reply
+could change; the others are decided by the rules and lexical support, with the verdict any reply
+would have given. Per labelled statement: whether it still goes to the LLM, and the cascade's verdict
+(equal to today's by construction: the benchmark checks it). Per answer, the judge's seconds: today's
 measured (`answer_seconds` of `benchmarks/statement_features.py`, LLM cache off), the cascade's
 estimated from it (an answer with no statement left costs 0; one with k of n statements left costs
-between k/n of its time and all of it).
+between k/n of its time and all of it: the prompt shrinks less than the reply).
 
-    python benchmarks/judge_cascade.py --data /work/helpers/data/features_default_dev.jsonl
+    python benchmarks/judge_cascade.py --data data/judge_dev/rag_statements/features.jsonl \
+        data/judge_dev/rag_statements/features_new.jsonl
 """
 
 from __future__ import annotations
@@ -35,71 +31,71 @@ sys.path.insert(0, str(ROOT))
 from faithfulness_level import load_records  # noqa: E402
 
 from ragwatch.judges.faithfulness.calibrations import CALIBRATIONS  # noqa: E402
+from ragwatch.judges.faithfulness.cascade import judge_can_change, unasked_probability  # noqa: E402
+from ragwatch.judges.faithfulness.evidence import missing_terms  # noqa: E402
 from ragwatch.judges.faithfulness.level import vetoed  # noqa: E402
-from ragwatch.judges.faithfulness.support_model import LOGIT_CLIP, SupportModel  # noqa: E402
+from ragwatch.judges.faithfulness.support_model import SupportModel  # noqa: E402
 from ragwatch.statistics.agreement import balanced_accuracy, cohen_kappa  # noqa: E402
 
 
-def needs_judge(raw: dict[str, Any], model: SupportModel, low: float, high: float) -> bool:
-    """Whether the judge's P(yes) anywhere in [low, high] can change this statement's verdict."""
+def needs_judge(raw: dict[str, Any], model: SupportModel) -> bool:
+    """Whether the cascade asks the judge about this statement (its verdict depends on the reply)."""
     if vetoed(raw):
         return False
-    at = [model.predict({**raw, "p_judge": p}) >= model.cutoff for p in (low, high)]
-    return at[0] != at[1]
+    return judge_can_change(model, model.cutoff, lexical=float(raw["lexical"]),
+                            n_terms=len(missing_terms(str(raw["statement"]), [])))
 
 
-def cascade_verdict(raw: dict[str, Any], model: SupportModel, low: float, high: float) -> bool:
-    """The cascade's verdict: the judge's where it can change it, else the verdict any judge would give."""
+def cascade_verdict(raw: dict[str, Any], model: SupportModel) -> bool:
     if vetoed(raw):
         return False
-    if needs_judge(raw, model, low, high):
+    if needs_judge(raw, model):
         return model.predict(raw) >= model.cutoff
-    return model.predict({**raw, "p_judge": low}) >= model.cutoff
+    n_terms = len(missing_terms(str(raw["statement"]), []))
+    return unasked_probability(model, lexical=float(raw["lexical"]), n_terms=n_terms) >= model.cutoff
 
 
-def row(name: str, records: Sequence[dict[str, Any]], model: SupportModel, low: float, high: float) -> str:
+def table(name: str, records: Sequence[dict[str, Any]], model: SupportModel) -> list[str]:
     today = [model.predict(r) >= model.cutoff and not vetoed(r) for r in records]
-    verdicts = [cascade_verdict(r, model, low, high) for r in records]
-    called = [needs_judge(r, model, low, high) for r in records]
+    verdicts = [cascade_verdict(r, model) for r in records]
+    called = [needs_judge(r, model) for r in records]
     by_answer: dict[str, list[int]] = {}
     for r, c in zip(records, called, strict=True):
-        by_answer.setdefault(r["answer_id"], []).append(int(c))
+        if not r.get("no_claim"):
+            by_answer.setdefault(r["answer_id"], []).append(int(c))
     seconds = {r["answer_id"]: float(r.get("answer_seconds") or 0.0) for r in records}
     today_calls = sum(not r.get("no_claim") for r in records)
-    t_today = np.mean(list(seconds.values()))
-    t_low = np.mean([seconds[a] * sum(c) / len(c) for a, c in by_answer.items()])
-    t_high = np.mean([seconds[a] * (sum(c) > 0) for a, c in by_answer.items()])
+    t_today = float(np.mean([seconds[a] for a in by_answer]))
+    t_low = float(np.mean([seconds[a] * sum(c) / len(c) for a, c in by_answer.items()]))
+    t_high = float(np.mean([seconds[a] * (sum(c) > 0) for a, c in by_answer.items()]))
     labels = [bool(r["label"]) for r in records]
     same = sum(a == b for a, b in zip(today, verdicts, strict=True))
-    agreement = f"{balanced_accuracy(labels, verdicts):.3f} / {cohen_kappa(labels, verdicts):.3f}"
-    return (f"| {name} | [{low:.4f}, {high:.4f}] | {sum(called)} of {today_calls} | "
-            f"{sum(any(c) for c in by_answer.values())} of {len(by_answer)} | {same}/{len(records)} "
-            f"({same / len(records):.0%}) | {agreement} | "
-            f"{t_today:.1f} | {t_low:.1f} - {t_high:.1f} |")
+    return [
+        f"| {name}: today | {today_calls} of {len(records)} | {len(by_answer)} of {len(by_answer)} | - | "
+        f"{balanced_accuracy(labels, today):.3f} / {cohen_kappa(labels, today):.3f} | {t_today:.1f} |",
+        f"| {name}: cascade | {sum(called)} of {len(records)} | {sum(any(c) for c in by_answer.values())} of "
+        f"{len(by_answer)} | {same}/{len(records)} | {balanced_accuracy(labels, verdicts):.3f} / "
+        f"{cohen_kappa(labels, verdicts):.3f} | {t_low:.1f} - {t_high:.1f} ({t_low / t_today:.2f}x - "
+        f"{t_high / t_today:.2f}x) |",
+    ]
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--data", type=Path, nargs="+", required=True, help="statement features with labels")
-    parser.add_argument("--quantile", type=float, default=0.01, help="observed range: these quantiles of P(yes)")
+    parser.add_argument("--data", type=Path, nargs="+", required=True,
+                        help="statement features with labels and statement text")
     args = parser.parse_args(argv)
     records = [r for r in load_records(args.data) if r.get("p_judge") is not None or r.get("no_claim")]
     model = CALIBRATIONS[0].support_model
-    judged = np.array([r["p_judge"] for r in records if r.get("p_judge") is not None])
-    labels = [bool(r["label"]) for r in records]
-    today = [model.predict(r) >= model.cutoff and not vetoed(r) for r in records]
     print(f"{len(records)} labelled statements of {len({r['answer_id'] for r in records})} answers; support model "
-          f"{model.weights} + {model.intercept:.3f}, cut-off {model.cutoff}; P(yes) observed "
-          f"{judged.min():.4f} - {judged.max():.4f}\n")
-    print("| verifier | judge P(yes) range | statements to the LLM | answers with a call | verdicts as today | "
-          "bal. acc. / kappa vs labels | judge s/answer today | cascade (est.) |")
-    print("|---|---|---|---|---|---|---|---|")
-    print(f"| today | - | {sum(not r.get('no_claim') for r in records)} | - | - | "
-          f"{balanced_accuracy(labels, today):.3f} / {cohen_kappa(labels, today):.3f} | - | - |")
-    print(row("cascade, exact", records, model, LOGIT_CLIP, 1 - LOGIT_CLIP))
-    low, high = np.quantile(judged, [args.quantile, 1 - args.quantile])
-    print(row(f"cascade, observed ({args.quantile:g} quantiles)", records, model, float(low), float(high)))
-    print(row("cascade, observed (min-max)", records, model, float(judged.min()), float(judged.max())))
+          f"{model.weights} + {model.intercept:.3f}, cut-off {model.cutoff}\n")
+    print("| verifier | statements to the LLM | answers with a call | verdicts as today | bal. acc. / kappa vs "
+          "labels | judge s/answer (cascade: estimated) |")
+    print("|---|---|---|---|---|---|")
+    systems = sorted({str(r.get("system") or "default") for r in records})
+    for system in systems if len(systems) > 1 else []:
+        print("\n".join(table(system, [r for r in records if str(r.get("system") or "default") == system], model)))
+    print("\n".join(table("all", records, model)))
     return 0
 
 

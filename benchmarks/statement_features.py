@@ -80,6 +80,7 @@ def shipped_judge(config_path: Path) -> tuple[FaithfulnessJudge, Any]:
     llm = LLMClient(settings)
     config = judges.model_copy(update={"enabled": ["faithfulness"], "llm": settings})
     (judge,) = build_judges(config, llm)
+    judge.verifier.cascade = False  # fitting data: every statement's reply, also where it cannot change a verdict
     if judge.calibration is None:
         print(f"note: no shipped calibration for {settings.model} / {judge.metrics['faithfulness'].prompt_version}; "
               "P(supported) is the judge's own P(yes)", file=sys.stderr)

@@ -435,3 +435,44 @@ def test_with_the_shipped_calibration_the_score_is_the_level_and_the_verdict_sha
     assert result.details["level"]["n_items"] == 2 and "refitting" in result.ci_method
     assert result.ci_low <= result.score <= result.ci_high
     assert [it.score for it in result.items] == [0.5, 1.0]  # item scores stay verdict shares
+
+
+def test_the_judge_is_asked_only_where_its_reply_can_change_a_verdict(fake_server):
+    from ragwatch.judges.engine import drive, gather
+    from ragwatch.judges.faithfulness.calibrations import CALIBRATIONS
+    from ragwatch.judges.faithfulness.cascade import judge_replies
+    from ragwatch.judges.faithfulness.evidence import Sentence, missing_terms
+    from ragwatch.judges.faithfulness.verify_evidence import UNASKED, EvidenceVerifier
+
+    sent: list[int] = []
+
+    def judge(messages):
+        n = len(re.findall(r"<<<BEGIN STATEMENT \d+>>>", last_user(messages)))
+        sent.append(n)
+        return json.dumps({"checks": [{"evidence": [1], "verdict": "yes"}] * n})
+
+    server = fake_server(judge)
+    model = CALIBRATIONS[0].support_model
+    contexts = ["Retries default to 3 attempts in ZenML steps. "
+                "The StepCache keeps outputs of steps that did not change."]
+    copied, unrelated, borderline = ("Retries default to 3 attempts in ZenML steps.",
+                                     "Bananas grow on tall plants in warm places.",
+                                     "The StepCache keeps outputs of steps for a week.")  # lexical 1.0, 0.0, 0.625
+    verifier = EvidenceVerifier(support_model=model, use_logprobs=False)
+    (outcome, gens) = drive(gather({"a": verifier.plan(contexts, [copied, unrelated, borderline])}), server.client())
+    verdicts, calls = outcome["a"]
+    assert sent == [1] and len(gens) == 1 and calls == 1  # one call, with the borderline statement only
+    assert [v.verdict for v in verdicts[:2]] == [True, False] and verdicts[0].reason.startswith(UNASKED)
+    assert verdicts[2].p_judge is not None and verdicts[2].evidence == [1]
+    # an unasked verdict is the one every reply of the judge would have led to
+    shown = [Sentence(id=1, text=contexts[0], passage=1)]
+    for v in verdicts[:2]:
+        for reply in judge_replies(len(missing_terms(v.statement, []))):
+            asked = verifier.decide(v.statement, v.lexical_support, reply["p_judge"],
+                                    [] if reply["uncited"] else shown, [])
+            assert asked.verdict == v.verdict
+    # nothing left to ask: no call at all
+    sent.clear()
+    (outcome, gens) = drive(gather({"a": verifier.plan(contexts, [copied, unrelated])}), server.client())
+    assert sent == [] and not gens and outcome["a"][1] == 0
+    assert EvidenceVerifier(support_model=model, cascade=False).cascade is False

@@ -3,10 +3,10 @@
 A verdict share counts every statement the verifier calls supported as wholly supported and every other
 as wholly not; with a verifier of balanced accuracy ~0.75 it lands far from what readers find (0.656
 against 0.46 on the default's held-out answers). The level is the mean over items of the item's
-expected supported share, from the run's per-statement features (the judge's P(yes), lexical support,
-the rules) and the calibration data shipped with the judge model and prompt version
-(`calibration_data/` of this package, named by `ragwatch.judges.faithfulness.calibrations`): statements of RAG
-answers with reference labels and the same features. The estimator (`LEVEL_METHOD`) and the features
+expected supported share, from the run's per-statement features (lexical support, the rules' veto)
+and the calibration data shipped with the judge model and prompt version (`calibration_data/` of this
+package, named by `ragwatch.judges.faithfulness.calibrations`): statements of RAG answers with reference labels
+and the same features. The estimator (`LEVEL_METHOD`) and the features
 (`LEVEL_FEATURES`) were chosen by `benchmarks/faithfulness_level.py` (cross-fitted by answer, at the
 data's prevalence and resampled to 20% and 80% supported, and fitted on one system, measured on
 another); the statistics are
@@ -60,7 +60,12 @@ from ragwatch.statistics.level import (
 # mean of the items' values that `compare` differences (`calibrated_share`), so a paired difference is a
 # difference of headlines. Rerun: scripts/refit_faithfulness_calibration.py.
 LEVEL_METHOD: Method = "pcc"
-LEVEL_FEATURES = ("judge_logit", "lexical", "vetoed")
+# lexical support and the rules' veto, not the judge's P(yes): on the same 300 statements (benchmarks/
+# faithfulness_level.py --features, 2026-11-26) dropping judge_logit changed no figure that matters (held-out log
+# loss 0.527 -> 0.525; pcc cross-fitted RMSE 0.081 both; unseen system 0.060 -> 0.062; per system within 0.001)
+# and makes the level independent of the judge's reply, so the judge is asked only where a verdict depends on it
+# (`ragwatch.judges.faithfulness.cascade`)
+LEVEL_FEATURES = ("lexical", "vetoed")
 RESAMPLES = 1000
 TRANSFER_RESAMPLES = 200  # per left-out system: only a variance is read from them
 DATA_PACKAGE = "ragwatch.judges.faithfulness"

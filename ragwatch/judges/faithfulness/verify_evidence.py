@@ -12,7 +12,10 @@ verdict is cut at. Two rules of a careful
 reader overrule it: a statement that makes no claim (markup, a lone lead-in word) is unsupported
 without a call, and so is one with a number, code identifier or name that no retrieved context
 contains. A cited id that was not shown cites nothing; terms missing from the cited sentences are
-recorded for the reader (as vetoes they cost agreement: `decide`).
+recorded for the reader (as vetoes they cost agreement: `decide`). With a support model, the judge is
+asked only about the statements whose verdict some reply could change (`cascade`,
+`ragwatch.judges.faithfulness.cascade`): the others get the verdict every reply would have led to,
+and an answer with none left makes no call.
 
 Example:
     >>> calibration = faithfulness_calibration(model, version)  # doctest: +SKIP
@@ -30,6 +33,7 @@ from pydantic import BaseModel, Field, create_model
 
 from ragwatch.judges.base import DATA_RULE, fence, generation_error
 from ragwatch.judges.engine import Call, Plan
+from ragwatch.judges.faithfulness.cascade import judge_can_change, unasked_probability
 from ragwatch.judges.faithfulness.evidence import (
     Sentence,
     best_sentences,
@@ -45,6 +49,7 @@ from ragwatch.statements import StatementVerdict
 MAX_CITED = 3
 NO_CLAIM = "makes no checkable claim"
 ABSENT = "not in any retrieved context"
+UNASKED = "decided without the judge: no reply of it could change the verdict"
 
 EVIDENCE_SYSTEM = (
     "You check statements from an answer against numbered SENTENCES taken from the documents the answer "
@@ -103,6 +108,7 @@ class EvidenceVerifier:
         use_logprobs: bool = True,
         support_model: SupportModel | None,
         support_threshold: float | None = None,
+        cascade: bool = True,
     ) -> None:
         if sentences_per_statement < 1:
             raise ValueError(f"sentences_per_statement must be >= 1, got {sentences_per_statement}")
@@ -111,6 +117,8 @@ class EvidenceVerifier:
         self.use_logprobs = use_logprobs
         self.support_model = support_model
         self.threshold = support_threshold
+        # ask the judge only where its reply can change a verdict (needs the support model, which says where)
+        self.cascade = cascade and support_model is not None
 
     def shown_sentences(self, sentences: Sequence[Sentence], statements: Sequence[str]) -> list[Sentence]:
         """The union of each statement's best sentences, in context order, at most `max_sentences`."""
@@ -131,6 +139,8 @@ class EvidenceVerifier:
         for k, statement in enumerate(statements):
             if makes_no_claim(statement):
                 out[k] = self.decide(statement, lexical[k], None, [], absent[k], rule=NO_CLAIM)
+            elif self.cascade and not self.judge_matters(statement, lexical[k], absent[k]):
+                out[k] = self.decide_unasked(statement, lexical[k], absent[k])
             else:
                 pending.append(k)
         if pending:
@@ -150,7 +160,28 @@ class EvidenceVerifier:
                     # ids are the numbers shown (1..len(shown)); one that was not shown cites nothing
                     cited = [shown[i - 1] for i in dict.fromkeys(check.evidence) if 1 <= i <= len(shown)]
                     out[k] = self.decide(statements[k], lexical[k], p, cited, absent[k], greedy=check.verdict)
-        return [v for v in out if v is not None], 1
+        return [v for v in out if v is not None], int(bool(pending))
+
+    def judge_matters(self, statement: str, lexical: float, absent: Sequence[str]) -> bool:
+        """Whether some reply of the judge could change this statement's verdict (a term no context holds
+        vetoes it whatever the judge says)."""
+        assert self.support_model is not None
+        return not absent and judge_can_change(self.support_model, self.cutoff(), lexical=lexical,
+                                               n_terms=len(missing_terms(statement, [])))
+
+    def cutoff(self) -> float:
+        assert self.support_model is not None
+        return self.support_model.cutoff if self.threshold is None else self.threshold
+
+    def decide_unasked(self, statement: str, lexical: float, absent: Sequence[str]) -> StatementVerdict:
+        """The verdict every reply of the judge would lead to; P(supported) the mean over those replies."""
+        assert self.support_model is not None
+        rule = f"{ABSENT}: {', '.join(absent[:5])}" if absent else None
+        p = unasked_probability(self.support_model, lexical=lexical, n_terms=len(missing_terms(statement, [])))
+        supported = p >= self.cutoff() and rule is None
+        return StatementVerdict(statement=statement, verdict=supported, p_supported=p, p_judge=None,
+                                threshold=self.cutoff(), lexical_support=lexical, rule=rule,
+                                missing_terms=list(absent), reason=rule or f"{UNASKED} (lexical support {lexical:.2f})")
 
     def decide(
         self,
@@ -172,7 +203,7 @@ class EvidenceVerifier:
         balanced accuracy on labelled RAG answer statements (README "Which judge model").
         """
         if rule is None and absent:
-            rule = f"not in any retrieved context: {', '.join(absent[:5])}"
+            rule = f"{ABSENT}: {', '.join(absent[:5])}"
         unsupported_by_cited = sorted(missing_terms(statement, [s.text for s in cited])) if cited else []
         missing = list(absent) or unsupported_by_cited
         judge_yes = p_judge if p_judge is not None else (None if greedy is None else float(greedy == "yes"))
