@@ -265,7 +265,7 @@ class _NoEmbedder:
 def _evaluate(config: FullConfig, chunks: list[Chunk], samples: list[EvalSample], roles: _Roles,
               estimate: Estimate, *, index: Any = None) -> None:
     from ragwatch.checks.e2e import load_e2e_tables, run_e2e_tests
-    from ragwatch.judges import build_judges, run_judges
+    from ragwatch.judges import build_judges
     from ragwatch.rag.builtin import BuiltinRAG
 
     evaluate = config.evaluate
@@ -278,6 +278,7 @@ def _evaluate(config: FullConfig, chunks: list[Chunk], samples: list[EvalSample]
             f"the judges' are, on answers of about {system.generator.max_tokens} tokens with "
             f"{system.rag.top_k} contexts each" + (" from your corpus" if chunks else " of placeholder text"))
         answers = _external_answers(samples, chunks, own, system.rag.top_k, system.generator.max_tokens)
+        written = [False] * len(answers)
     else:
         generator = roles.client("generator", system.generator)
         if index is not None:  # the real prompts: a cached answer comes back as itself, for free
@@ -291,8 +292,9 @@ def _evaluate(config: FullConfig, chunks: list[Chunk], samples: list[EvalSample]
                                                                                        "rag answers")
         length = seen.completion_tokens if seen else system.generator.max_tokens
         # an answer still to be written stands in at its typical length (what the judges will read)
-        answers = [a.model_copy(update={"answer": _answer_text(length)}) if a.answer == PLACEHOLDER else a
-                   for a in answers]
+        written = [a.answer != PLACEHOLDER for a in answers]
+        answers = [a if known else a.model_copy(update={"answer": _answer_text(length)})
+                   for a, known in zip(answers, written, strict=True)]
         if evaluate.e2e.enabled and evaluate.e2e.tables:
             run_e2e_tests(load_e2e_tables(evaluate.e2e.tables), rag.answer_many)
     judge_models = [("judge", evaluate.judges)] + [
@@ -301,9 +303,37 @@ def _evaluate(config: FullConfig, chunks: list[Chunk], samples: list[EvalSample]
         dry = roles.client(role, judges_config.llm)
         judges = [j for j in build_judges(judges_config, dry, embedder=_NoEmbedder(), generator_llm=None)
                   if getattr(j, "llm", None) is dry]  # similarity, perplexity: no judge call
-        if judges and samples:
-            run_judges(judges, samples, answers)
+        if judges and samples and _judge_dry(judges, samples, answers, written):
+            estimate.notes.append(
+                f"{role}: faithfulness counted as if it asked about every statement of the answers not yet "
+                "written; the run asks only where the judge's reply can change a verdict (45% of answers on "
+                "the labelled data: docs/judges.md), so its calls and time are at most these")
     estimate.notes.append(f"evaluate: {len(samples)} answered and judged items")
+
+
+def _judge_dry(judges: list[Any], samples: list[EvalSample], answers: list[Any], written: list[bool]) -> bool:
+    """The judges' calls on the answers: a written (cached) answer as the run will judge it; a stand-in
+    with every faithfulness statement asked, since whether the judge is asked about a statement depends on
+    words not yet written (an upper bound: the run asks fewer). True when such an upper bound was counted."""
+    from ragwatch.judges import run_judges
+    from ragwatch.judges.faithfulness.verify_evidence import EvidenceVerifier
+
+    known = [k for k, w in enumerate(written) if w]
+    if known:
+        run_judges(judges, [samples[k] for k in known], [answers[k] for k in known])
+    unknown = [k for k, w in enumerate(written) if not w]
+    if unknown:
+        cascading = [j.verifier for j in judges if isinstance(getattr(j, "verifier", None), EvidenceVerifier)
+                     and j.verifier.cascade]
+        for verifier in cascading:
+            verifier.cascade = False
+        try:
+            run_judges(judges, [samples[k] for k in unknown], [answers[k] for k in unknown])
+        finally:
+            for verifier in cascading:
+                verifier.cascade = True
+        return bool(cascading)
+    return False
 
 
 def _external_answers(samples: list[EvalSample], chunks: list[Chunk], own: dict[str, str], top_k: int,

@@ -168,3 +168,13 @@ def test_reply_lengths_come_from_another_models_history_when_this_one_has_none()
     count = dry.stages["rag answers"]
     assert count.reply_basis == "history of another model" and count.completion_tokens == 2 * 30
     assert count.latency_s is None  # a local model's latency says nothing about a hosted one
+
+
+def test_a_cascading_faithfulness_judge_is_counted_at_every_statement_of_unwritten_answers(tmp_path, no_network):
+    """The local judge asks only where its reply can change a verdict, which depends on words not yet
+    written: the estimate counts one call per judged item (an upper bound) and says so."""
+    path = write_config(tmp_path, ["faithfulness"], model="local/qwen2.5-coder-1.5b-instruct")
+    estimate = estimate_pipeline("evaluate", load_config(path, FullConfig), history=[])
+    judge = [r for r in estimate.rows if r.role == "judge"]
+    assert judge and sum(r.calls for r in judge) == 7  # 4 labelled + 3 generated questions, one call each
+    assert any("at most these" in note for note in estimate.notes)
