@@ -64,7 +64,7 @@ def _jsonl_rows(path: Path) -> Iterator[Row]:
             if not line.strip():
                 continue
             try:
-                row = json.loads(line)
+                row = json.loads(line.rstrip("\n"))  # without its newline, a cut line's column is where it stops
             except json.JSONDecodeError as exc:
                 yield number, f"not valid JSON ({exc.msg} at column {exc.colno})"
                 continue

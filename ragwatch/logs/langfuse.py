@@ -25,12 +25,11 @@ from typing import Any
 
 from ragwatch.logs.feedback_parse import parse_feedback
 from ragwatch.logs.records import (
-    BadRow,
     Feedback,
     LogContext,
     LogReadResult,
     LogRecord,
-    finish,
+    collect,
     parse_timestamp,
     string_list,
 )
@@ -54,19 +53,12 @@ def read_langfuse(path: str | Path, *, feedback_scores: Sequence[str] = FEEDBACK
         else:  # a flat observation export
             loose[str(obj["traceId"])].append(obj)
     traces += [(f"trace {tid}", {"id": tid, "observations": obs}) for tid, obs in loose.items()]
-    candidates: list[tuple[LogRecord | None, str, str | None]] = []
-    for where, trace in traces:
-        tid = trace.get("id")
-        label = f"trace {tid}" if tid else where
-        try:
-            candidates.append(_record(trace, label, feedback_scores, feedback_scale))
-        except (ValueError, TypeError) as exc:
-            result.bad.append(BadRow(where=label, outcome="malformed", reason=str(exc)))
-    return finish(result, candidates)
+    labelled = ((f"trace {trace['id']}" if trace.get("id") else where, trace) for where, trace in traces)
+    return collect(result, labelled, lambda trace, where: _record(trace, where, feedback_scores, feedback_scale))
 
 
 def _record(trace: dict[str, Any], where: str, feedback_scores: Sequence[str],
-            feedback_scale: tuple[float, float] | None) -> tuple[LogRecord | None, str, str | None]:
+            feedback_scale: tuple[float, float] | None) -> LogRecord | str:
     if not trace.get("id"):
         raise ValueError("a trace without an id")
     observations = [o for o in trace.get("observations") or [] if isinstance(o, dict)]
@@ -80,8 +72,8 @@ def _record(trace: dict[str, Any], where: str, feedback_scores: Sequence[str],
     retrievers = [o for o in observations if _is_retriever(o)]
     if not retrievers:
         kinds = sorted({f"{o.get('type', '?')} {o.get('name', '')}".strip() for o in observations})
-        return None, where, ("no retriever observation (type RETRIEVER, or a span named retriev*/search*); "
-                             f"observations: {', '.join(kinds) or 'none'}")
+        return ("no retriever observation (type RETRIEVER, or a span named retriev*/search*); "
+                f"observations: {', '.join(kinds) or 'none'}")
     generations = [o for o in observations if str(o.get("type", "")).upper() == "GENERATION"]
     answer = text_of(trace.get("output"), ANSWER_KEYS)
     if answer is None and generations:
@@ -99,7 +91,7 @@ def _record(trace: dict[str, Any], where: str, feedback_scores: Sequence[str],
         relevant=string_list(metadata.get("relevant"), "relevant"),
         feedback=_feedback(trace.get("scores") or [], feedback_scores, feedback_scale), where=where,
     )
-    return record, where, None
+    return record
 
 
 def _is_retriever(obs: dict[str, Any]) -> bool:

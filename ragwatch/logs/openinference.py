@@ -20,15 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from ragwatch.logs.feedback_parse import parse_feedback
-from ragwatch.logs.records import (
-    BadRow,
-    LogContext,
-    LogReadResult,
-    LogRecord,
-    finish,
-    parse_timestamp,
-    string_list,
-)
+from ragwatch.logs.records import LogContext, LogReadResult, LogRecord, collect, parse_timestamp, string_list
 from ragwatch.logs.traces import ANSWER_KEYS, QUESTION_KEYS, flatten, load_objects, maybe_json, text_of
 
 _DOC = re.compile(r"^retrieval\.documents\.(\d+)\.document\.(content|id|score|metadata)(?:\.(.+))?$")
@@ -95,20 +87,14 @@ def read_spans(spans: list[tuple[str, dict[str, Any]]], result: LogReadResult) -
     for where, raw in spans:
         span = Span(raw, where)
         if span.trace_id is None:
-            result.bad.append(BadRow(where=where, outcome="malformed", reason="a span without context.trace_id"))
+            result.reject(where, "a span without context.trace_id")
             continue
         traces[str(span.trace_id)].append(span)
-    candidates: list[tuple[LogRecord | None, str, str | None]] = []
-    for trace_id, spans in traces.items():
-        where = f"trace {trace_id}"
-        try:
-            candidates.append(_record(trace_id, spans, where))
-        except (ValueError, TypeError) as exc:
-            result.bad.append(BadRow(where=where, outcome="malformed", reason=str(exc)))
-    return finish(result, candidates)
+    return collect(result, ((f"trace {tid}", (tid, group)) for tid, group in traces.items()),
+                   lambda trace, where: _record(*trace, where))
 
 
-def _record(trace_id: str, spans: list[Span], where: str) -> tuple[LogRecord | None, str, str | None]:
+def _record(trace_id: str, spans: list[Span], where: str) -> LogRecord | str:
     ids = {s.span_id for s in spans}
     roots = [s for s in spans if s.parent_id is None or s.parent_id not in ids]
     if len(roots) > 1:  # the same trace id twice in one export: two root spans
@@ -125,7 +111,7 @@ def _record(trace_id: str, spans: list[Span], where: str) -> tuple[LogRecord | N
         raise ValueError("no question: neither the root span nor a retriever span has input.value")
     if not retrievers:
         kinds = sorted({s.kind or "?" for s in spans})
-        return None, where, f"a span tree without a retriever span (span kinds: {', '.join(kinds)})"
+        return f"a span tree without a retriever span (span kinds: {', '.join(kinds)})"
     answer = text_of(root.value("output.value"), ANSWER_KEYS) if root.kind != "RETRIEVER" else None
     if answer is None and llms:
         last = llms[-1]
@@ -153,4 +139,4 @@ def _record(trace_id: str, spans: list[Span], where: str) -> tuple[LogRecord | N
         feedback=parse_feedback(metadata.get("feedback"), metadata.get("feedback_scale")), where=where,
         metadata={"root_span_id": root.span_id},
     )
-    return record, where, None
+    return record

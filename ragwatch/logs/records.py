@@ -18,14 +18,16 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, Field, model_validator
 
 Outcome = Literal["kept", "malformed", "duplicate_trace_id", "missing_contexts", "empty_answer"]
 OUTCOMES: tuple[Outcome, ...] = ("kept", "malformed", "duplicate_trace_id", "missing_contexts", "empty_answer")
 EMPTY_ANSWER = "the logged answer is empty"
+T = TypeVar("T")
 
 
 class LogContext(BaseModel):
@@ -121,6 +123,10 @@ class LogReadResult(BaseModel):
             lines.append(f"  ... and {len(self.bad) - limit} more")
         return "\n".join(lines)
 
+    def reject(self, where: str, reason: str, outcome: Outcome = "malformed") -> None:
+        """Count a row or trace as not kept, with where it was read and why."""
+        self.bad.append(BadRow(where=where, outcome=outcome, reason=reason))
+
 
 def parse_timestamp(value: Any) -> datetime:
     """ISO 8601 (a trailing Z allowed), or seconds / milliseconds since the epoch."""
@@ -142,21 +148,33 @@ def parse_timestamp(value: Any) -> datetime:
     raise ValueError(f"timestamp {value!r} is not ISO 8601 (e.g. 2026-11-20T14:03:00Z) nor epoch seconds")
 
 
-def finish(result: LogReadResult, candidates: list[tuple[LogRecord | None, str, str | None]]) -> LogReadResult:
-    """Keep the first record of each trace id; the rest become `duplicate_trace_id` bad rows.
+def collect(result: LogReadResult, items: Iterable[tuple[str, T | str]], read: Callable[[T, str], LogRecord | str]
+            ) -> LogReadResult:
+    """Each log item, `(where, raw)` in log order, read into `result`: the one loop of every log reader.
 
-    `candidates`: (record, where, problem) in log order; a record of None carries its problem as a
-    `missing_contexts` bad row (the one problem a reader finds after the row parsed).
+    A raw item that is a string is the reason it is not a row (as `ragwatch.rows.read_rows` gives a bad
+    line): `malformed`. `read(raw, where)` returns a record, or a string for a row that parsed but has no
+    contexts (`missing_contexts`); a ValueError or TypeError it raises is `malformed` with its message.
+    The first record of each trace id is kept, the rest become `duplicate_trace_id` bad rows. Bad rows
+    come in that order: malformed ones as read, then the missing contexts and duplicates.
     """
+    candidates: list[tuple[str, LogRecord | str]] = []
+    for where, raw in items:
+        if isinstance(raw, str):
+            result.reject(where, raw)
+            continue
+        try:
+            candidates.append((where, read(raw, where)))
+        except (ValueError, TypeError) as exc:
+            result.reject(where, str(exc))
     first: dict[str, str] = {}
-    for record, where, problem in candidates:
-        if record is None:
-            result.bad.append(BadRow(where=where, outcome="missing_contexts", reason=problem or "no contexts"))
+    for where, record in candidates:
+        if isinstance(record, str):
+            result.reject(where, record, "missing_contexts")
             continue
         if record.trace_id in first:
-            result.bad.append(BadRow(where=where, outcome="duplicate_trace_id",
-                                     reason=f"trace id {record.trace_id!r} was first read at {first[record.trace_id]}; "
-                                            "the first is kept"))
+            result.reject(where, f"trace id {record.trace_id!r} was first read at {first[record.trace_id]}; "
+                                 "the first is kept", "duplicate_trace_id")
             continue
         first[record.trace_id] = where
         result.records.append(record)

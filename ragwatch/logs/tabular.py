@@ -18,15 +18,7 @@ from typing import Any
 
 from ragwatch.log_settings import LogColumns
 from ragwatch.logs.feedback_parse import parse_feedback
-from ragwatch.logs.records import (
-    BadRow,
-    LogContext,
-    LogReadResult,
-    LogRecord,
-    finish,
-    parse_timestamp,
-    string_list,
-)
+from ragwatch.logs.records import LogContext, LogReadResult, LogRecord, collect, parse_timestamp, string_list
 from ragwatch.rows import data_suffix, read_rows
 
 
@@ -37,17 +29,8 @@ def read_tabular(path: str | Path, columns: LogColumns | None = None, *, csv_for
     path = Path(path)
     is_csv = data_suffix(path) == ".csv" if csv_format is None else csv_format
     result = LogReadResult(source=str(path), format="csv" if is_csv else "jsonl")
-    candidates: list[tuple[LogRecord | None, str, str | None]] = []
-    for line, row in read_rows(path, csv_format=is_csv):
-        where = f"line {line}"
-        if isinstance(row, str):
-            result.bad.append(BadRow(where=where, outcome="malformed", reason=row))
-            continue
-        try:
-            candidates.append(_record(row, columns, where, feedback_scale))
-        except (ValueError, TypeError) as exc:
-            result.bad.append(BadRow(where=where, outcome="malformed", reason=str(exc)))
-    return finish(result, candidates)
+    rows = ((f"line {line}", row) for line, row in read_rows(path, csv_format=is_csv))
+    return collect(result, rows, lambda row, where: _record(row, columns, where, feedback_scale))
 
 
 def _get(row: dict[str, Any], name: str) -> Any:
@@ -69,7 +52,7 @@ def _text(row: dict[str, Any], name: str) -> str | None:
 
 
 def _record(row: dict[str, Any], c: LogColumns, where: str, feedback_scale: tuple[float, float] | None
-            ) -> tuple[LogRecord | None, str, str | None]:
+            ) -> LogRecord | str:
     question = _text(row, c.question)
     if question is None:
         raise ValueError(f"no question (column {c.question!r}; the row has {sorted(row)})")
@@ -81,8 +64,8 @@ def _record(row: dict[str, Any], c: LogColumns, where: str, feedback_scale: tupl
         raise ValueError(f"no timestamp (column {c.timestamp!r})")
     raw_contexts = _get(row, c.contexts)
     if raw_contexts is None or (isinstance(raw_contexts, str) and not raw_contexts.strip()):
-        return None, where, (f"no contexts (column {c.contexts!r}): what the system retrieved is unknown, "
-                             "so its answer cannot be judged against it; log [] for a retrieval that found nothing")
+        return (f"no contexts (column {c.contexts!r}): what the system retrieved is unknown, "
+                "so its answer cannot be judged against it; log [] for a retrieval that found nothing")
     scale = _get(row, c.feedback_scale)
     record = LogRecord(
         trace_id=trace_id, question=question, answer=_text(row, c.answer) or "",
@@ -92,7 +75,7 @@ def _record(row: dict[str, Any], c: LogColumns, where: str, feedback_scale: tupl
         system_version=_text(row, c.system_version), relevant=string_list(_get(row, c.relevant), "relevant"),
         where=where,
     )
-    return record, where, None
+    return record
 
 
 def parse_log_contexts(raw: Any, c: LogColumns | None = None) -> list[LogContext]:

@@ -5,11 +5,12 @@ input/output value that may be a string, a JSON string, an object or a chat mess
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from ragwatch.logs.records import BadRow, LogReadResult
-from ragwatch.rows import open_text
+from ragwatch.logs.records import LogReadResult
+from ragwatch.rows import open_text, read_rows
 
 QUESTION_KEYS = ("question", "query", "query_str", "input", "user_input", "text", "content")
 ANSWER_KEYS = ("answer", "output", "response", "result", "text", "content", "completion")
@@ -17,42 +18,31 @@ ANSWER_KEYS = ("answer", "output", "response", "result", "text", "content", "com
 
 def load_objects(path: Path, result: LogReadResult, list_keys: tuple[str, ...]) -> list[tuple[str, dict[str, Any]]]:
     """The objects of a JSON file (one object, a list, or a list under one of `list_keys`) or of a JSONL
-    file (one per line), each with where it was read; what is not an object becomes a malformed bad row."""
+    file (one per line, read by `read_rows`), each with where it was read; what is not an object becomes
+    a malformed bad row."""
     with open_text(path) as handle:
         text = handle.read()
     try:
         data = json.loads(text)
     except json.JSONDecodeError:
         data = None
+    items: Iterable[tuple[str, dict[str, Any] | str]]
     if data is None:  # JSONL: one object per line
-        out = []
-        for number, line in enumerate(text.splitlines(), start=1):
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as exc:
-                result.bad.append(BadRow(where=f"line {number}", outcome="malformed",
-                                         reason=f"not valid JSON ({exc.msg} at column {exc.colno})"))
-                continue
-            if isinstance(obj, dict):
-                out.append((f"line {number}", obj))
-            else:
-                result.bad.append(BadRow(where=f"line {number}", outcome="malformed",
-                                         reason=f"expected a JSON object, got {type(obj).__name__}"))
-        return out
-    if isinstance(data, dict):
-        key = next((k for k in list_keys if isinstance(data.get(k), list)), None)
-        data = data[key] if key else [data]
-    if not isinstance(data, list):
-        raise ValueError(f"{path}: expected a JSON object, a list of objects or JSONL")
+        items = ((f"line {number}", row) for number, row in read_rows(path, csv_format=False))
+    else:
+        if isinstance(data, dict):
+            key = next((k for k in list_keys if isinstance(data.get(k), list)), None)
+            data = data[key] if key else [data]
+        if not isinstance(data, list):
+            raise ValueError(f"{path}: expected a JSON object, a list of objects or JSONL")
+        items = ((f"item {i}", obj if isinstance(obj, dict) else f"expected a JSON object, got {type(obj).__name__}")
+                 for i, obj in enumerate(data))
     out = []
-    for i, obj in enumerate(data):
-        if isinstance(obj, dict):
-            out.append((f"item {i}", obj))
+    for where, obj in items:
+        if isinstance(obj, str):  # the reason it is not an object
+            result.reject(where, obj)
         else:
-            result.bad.append(BadRow(where=f"item {i}", outcome="malformed",
-                                     reason=f"expected a JSON object, got {type(obj).__name__}"))
+            out.append((where, obj))
     return out
 
 

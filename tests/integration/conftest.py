@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import shutil
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -112,3 +113,12 @@ def oracle_module(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
         answers_file.write_text(json.dumps(table))
 
     return set_answers
+
+
+@pytest.fixture
+def no_review_server_left() -> Iterator[None]:
+    """A failing test must not leave a `review serve` process (tests/review_browser.py) running."""
+    yield
+    from tests.review_browser import kill_started  # imported here: only the browser tests need playwright
+
+    kill_started()

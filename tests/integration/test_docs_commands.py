@@ -85,12 +85,15 @@ COVERED: dict[str, str] = {
 class Session:
     """Commands run in order in one copy of the project; `may_not_promote` commands may exit 1 (the
     gate's verdict is theirs to give), `must_exit_one` ones must (the page documents that verdict), every
-    other command must exit 0."""
+    other command must exit 0. `prints` and `never_prints`: (command, text) its output must or must not
+    hold, what the page says the command shows."""
 
     name: str
     commands: tuple[str, ...]
     may_not_promote: tuple[str, ...] = ()
     must_exit_one: tuple[str, ...] = ()
+    prints: tuple[tuple[str, str], ...] = ()
+    never_prints: tuple[tuple[str, str], ...] = ()
 
 
 # No pipeline runs: a few seconds a command.
@@ -100,28 +103,41 @@ FIRST_LOOK = Session("configs and estimates", (
     "python run.py full --quick --estimate",
     'python run.py schedule add --cron "0 6 * * *" --pipeline full',
     "python run.py schedule list",
-))
+), prints=(("python run.py config show --config docs/examples/ragwatch.yaml", "docs/examples/ragwatch.yaml"),
+           ("python run.py full --quick --estimate", "QUICK LOOK"),
+           ("python run.py schedule list", "0 6 * * *")))
 # The README's three steps against its HTTP example system, then the gate's and the quick look's.
+ASK_THE_SYSTEM = ("curl -s -X POST http://127.0.0.1:8000/rag -H 'Content-Type: application/json' "
+                  "-d '{\"question\": \"How do I find the Tekton UI endpoint?\"}'")
+YOUR_QUICK_LOOK = "python run.py full --quick --config docs/examples/ragwatch.yaml"
 YOUR_SYSTEM = Session("your system", (
     "python docs/examples/tiny_rag_server.py --port 8000 &",
-    "curl -s -X POST http://127.0.0.1:8000/rag -H 'Content-Type: application/json' "
-    "-d '{\"question\": \"How do I find the Tekton UI endpoint?\"}'",
+    ASK_THE_SYSTEM,
     "python run.py full --config docs/examples/ragwatch.yaml",
     "python run.py evaluate --no-cache --config docs/examples/ragwatch.yaml",
-    "python run.py full --quick --config docs/examples/ragwatch.yaml",
-), may_not_promote=("python run.py evaluate --no-cache --config docs/examples/ragwatch.yaml",))
+    YOUR_QUICK_LOOK,
+), may_not_promote=("python run.py evaluate --no-cache --config docs/examples/ragwatch.yaml",),
+    prints=((ASK_THE_SYSTEM, '"answer"'), (ASK_THE_SYSTEM, '"contexts"'),
+            ("python run.py full --config docs/examples/ragwatch.yaml", "Gate:"),
+            (YOUR_QUICK_LOOK, "QUICK LOOK"), (YOUR_QUICK_LOOK, "gate: NOT APPLIED (--quick: 4 items cannot decide)")),
+    never_prints=((YOUR_QUICK_LOOK, "PROMOTED"), (YOUR_QUICK_LOOK, "regression")))
 # The bundled default: the quick look, the full run, then the daily check.
 DEFAULT = Session("the bundled default", (
     "python run.py --quick",
     "make run",
     "python run.py full",
     "python run.py watch --once && python run.py compare",
-), may_not_promote=("python run.py full", "python run.py watch --once && python run.py compare"))
+), may_not_promote=("python run.py full", "python run.py watch --once && python run.py compare"),
+    prints=(("python run.py --quick", "QUICK LOOK"), ("python run.py --quick", "Gate: NOT APPLIED (--quick: "),
+            ("make run", "Gate:")),
+    never_prints=(("python run.py --quick", "PROMOTED"),))
 # The sample log's last day was answered by a worse system: the page documents exit 1 (drift for the worse)
 MONITORING = Session("monitoring", (
     "python run.py monitor",
     "python run.py monitor --estimate",
-), must_exit_one=("python run.py monitor",))
+), must_exit_one=("python run.py monitor",),
+    prints=(("python run.py monitor", "monitor: DRIFT for the worse: vs previous window: answer/context_support"),
+            ("python run.py monitor", "generator: 0 calls")))
 SESSIONS = (FIRST_LOOK, YOUR_SYSTEM, DEFAULT, MONITORING)
 
 
@@ -139,6 +155,11 @@ def test_every_command_is_run_here_or_by_a_named_test() -> None:
     stale = sorted((run_here | set(COVERED)) - set(documented))
     assert not stale, f"no longer in the docs (remove them here, or fix the docs' spelling): {stale}"
     assert not run_here & set(COVERED), "a command run here needs no covering test"
+    for session in SESSIONS:  # what a session checks is one of its commands, spelt the same
+        checked = {c for c, _ in session.prints + session.never_prints} | {*session.may_not_promote,
+                                                                            *session.must_exit_one}
+        unknown = checked - set(session.commands)
+        assert not unknown, f"the {session.name} session checks commands it does not run: {unknown}"
 
 
 @pytest.mark.parametrize("command", sorted(COVERED))
@@ -263,40 +284,10 @@ def run_session(session: Session, tmp_path: Path) -> dict[str, str]:
 @pytest.mark.integration
 @pytest.mark.slow
 @pytest.mark.timeout(SESSION_TIMEOUT_S)
-def test_configs_and_estimates_run_as_written(tmp_path: Path) -> None:
-    out = run_session(FIRST_LOOK, tmp_path)
-    assert "docs/examples/ragwatch.yaml" in out["python run.py config show --config docs/examples/ragwatch.yaml"]
-    assert "QUICK LOOK" in out["python run.py full --quick --estimate"]
-    assert "0 6 * * *" in out["python run.py schedule list"]
-
-
-@pytest.mark.integration
-@pytest.mark.slow
-@pytest.mark.timeout(SESSION_TIMEOUT_S)
-def test_the_readme_steps_on_your_system_run_as_written(tmp_path: Path) -> None:
-    out = run_session(YOUR_SYSTEM, tmp_path)
-    assert '"answer"' in out[YOUR_SYSTEM.commands[1]] and '"contexts"' in out[YOUR_SYSTEM.commands[1]]
-    assert "Gate:" in out["python run.py full --config docs/examples/ragwatch.yaml"]
-    quick = out["python run.py full --quick --config docs/examples/ragwatch.yaml"]
-    assert "QUICK LOOK" in quick and "gate: NOT APPLIED (--quick: 4 items cannot decide)" in quick
-    assert "PROMOTED" not in quick and "regression" not in quick
-
-
-@pytest.mark.integration
-@pytest.mark.slow
-@pytest.mark.timeout(SESSION_TIMEOUT_S)
-def test_the_bundled_default_runs_as_written(tmp_path: Path) -> None:
-    out = run_session(DEFAULT, tmp_path)
-    quick = out["python run.py --quick"]
-    assert "QUICK LOOK" in quick and "Gate: NOT APPLIED (--quick: " in quick and "PROMOTED" not in quick
-    assert "Gate:" in out["make run"]
-
-
-@pytest.mark.integration
-@pytest.mark.slow
-@pytest.mark.timeout(SESSION_TIMEOUT_S)
-def test_the_monitoring_page_runs_as_written(tmp_path: Path) -> None:
-    out = run_session(MONITORING, tmp_path)
-    monitor = out["python run.py monitor"]
-    assert "monitor: DRIFT for the worse: vs previous window: answer/context_support" in monitor
-    assert "generator: 0 calls" in monitor
+@pytest.mark.parametrize("session", SESSIONS, ids=lambda session: session.name.replace(" ", "_"))
+def test_the_session_runs_as_written(session: Session, tmp_path: Path) -> None:
+    out = run_session(session, tmp_path)
+    for command, text in session.prints:
+        assert text in out[command], f"`{command}` did not print {text!r}:\n{out[command][-4000:]}"
+    for command, text in session.never_prints:
+        assert text not in out[command], f"`{command}` printed {text!r}:\n{out[command][-4000:]}"

@@ -11,8 +11,8 @@ needs-labels text says, decides on the prediction-powered paired difference: REG
 promoted. A no-op replay of production is then promoted, labels and all.
 
 The judge is a fake OpenAI-compatible server with token logprobs (no local model); the system under
-test a Python callable. Chromium from Debian driven by Playwright, as `test_review_serve.py`;
-skipped with the reason when either is missing.
+test a Python callable. The server and the browser: tests/review_browser.py; skipped with the reason
+when Chromium or Playwright is missing.
 """
 
 from __future__ import annotations
@@ -31,37 +31,19 @@ import tests.planted_faithfulness as planted
 from ragwatch.judges.faithfulness import calibrations
 from tests.fake_llm_server import FakeLLMServer
 from tests.integration.conftest import write_config
-from tests.integration.test_review_serve import CHROMIUM, FLAGS, STARTED, Server, _free_port
-
-try:
-    from playwright.sync_api import sync_playwright
-except ImportError:  # pragma: no cover - the dev requirements pin it
-    sync_playwright = None
+from tests.review_browser import NEEDS_BROWSER, Server, free_port, review_page
 
 pytestmark = [
     pytest.mark.integration,
     pytest.mark.slow,  # four pipeline runs, a server and 30 items labelled in a browser: about 3-5 minutes
-    pytest.mark.skipif(CHROMIUM is None, reason="Chromium is not installed: apt-get install -y "
-                       "--no-install-recommends chromium"),
-    pytest.mark.skipif(sync_playwright is None, reason="the playwright package is not installed: "
-                       "pip install -r requirements/dev.txt"),
+    *NEEDS_BROWSER,
+    pytest.mark.usefixtures("no_review_server_left"),
 ]
 MODEL = "ragwatch-planted-faithfulness"
 JUDGE = "openai/fake-judge"
 LABELS = 30
 NEEDS = re.compile(r"label (\d+) of this run's answers .*?: python run\.py review serve --run (\S+) "
                    r"--metric faithfulness --n (\d+), then evaluate again")
-
-
-@pytest.fixture(autouse=True)
-def _no_server_left() -> None:
-    """A failing test must not leave a review server running."""
-    yield
-    for proc in STARTED:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait(timeout=30)
-    STARTED.clear()
 
 
 @pytest.fixture
@@ -135,12 +117,9 @@ def test_needs_labels_then_thirty_labels_in_the_browser_decide_the_planted_chang
         entry["score"] - production.run_metadata["gated_metrics"]["faithfulness"]["score"], abs=1e-9)
 
     # the command the gate names, then 30 labels by clicking
-    port = _free_port()
+    port = free_port()
     server = Server(port, choose=("--run", run_name, "--metric", "faithfulness", "--n", n))
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
-        page = browser.new_page(viewport={"width": 1280, "height": 900})
-        page.goto(server.url)
+    with review_page(server.url, width=1280, height=900) as page:
         page.wait_for_selector("ol.statements li.current")
         assert page.inner_text("#progress-text") == f"0 / {n} labelled"
         for k in range(1, LABELS + 1):
@@ -148,7 +127,6 @@ def test_needs_labels_then_thirty_labels_in_the_browser_decide_the_planted_chang
             _label_by_clicking(page, k)
             page.keyboard.press("Enter")
         page.wait_for_function("!document.getElementById('sync').textContent.includes('saving')", timeout=60_000)
-        browser.close()
     assert f"{LABELS} of {n} items labelled" in server.stop()
     labels = Client().list_artifact_versions(name="human_labels", sort_by="desc:created", size=1).items[0].load()
     assert labels.counts() == {"faithfulness": LABELS}

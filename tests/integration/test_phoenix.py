@@ -1,7 +1,9 @@
 """The Phoenix round trip with the real server: `phoenix serve` on 127.0.0.1 (SQLite in a temp
 directory), answers sent to it as OpenInference traces (a logged file through the script, and the
 built-in system itself, traced as it answers), `python run.py monitor` pulling a window of spans through
-Phoenix's REST API, evaluating them and writing its verdicts back as span annotations.
+Phoenix's REST API, evaluating them and writing its verdicts back as span annotations. The configs are
+the docs' (docs/examples/phoenix_evaluate.yaml, phoenix_monitor.yaml), with only what this test's
+environment needs overridden, each override saying why: a broken example fails here.
 
 Phoenix lives in its own venv (requirements/phoenix.txt): `RAGWATCH_PHOENIX_PYTHON` names its python
 (default: `.phoenix-venv/bin/python` in the checkout). Skipped, with how to install it, when it is absent.
@@ -17,22 +19,28 @@ import time
 import urllib.error
 import urllib.request
 from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 import yaml
 
 import run
+from ragwatch.config import FullConfig
+from ragwatch.config_loader import load_config
 from ragwatch.indexing.index import Index
 from ragwatch.llm import LLMClient, LLMSettings
+from ragwatch.logs.settings import MonitorConfig
 from ragwatch.rag import BuiltinRAG, RagSettings
-from ragwatch.rag.tracing import TraceSettings
 from ragwatch.types import Chunk
 from tests.fake_llm_server import FakeLLMServer
 from tests.unit.test_rag import HashEmbedder
 
 ROOT = Path(__file__).resolve().parents[2]
 LOG = ROOT / "tests" / "data" / "logs" / "answers.jsonl"
+EXAMPLES = ROOT / "docs" / "examples"
 PYTHON = Path(os.environ.get("RAGWATCH_PHOENIX_PYTHON", ROOT / ".phoenix-venv" / "bin" / "python"))
+STARTUP_S = 300
 INSTALL = ("python -m venv .phoenix-venv && .phoenix-venv/bin/pip install -r requirements/phoenix.txt "
            "(or set RAGWATCH_PHOENIX_PYTHON to a python that has arize-phoenix)")
 
@@ -48,6 +56,24 @@ def _get(url: str) -> dict:
         return json.loads(response.read())
 
 
+def _on(server: str, documented: str) -> str:
+    """`documented` (a URL of the docs' examples) with the host and port of the test's Phoenix: it
+    listens on a free port, not the docs' 6006 (which another Phoenix may hold); the path stays as written."""
+    return urlsplit(documented)._replace(netloc=urlsplit(server).netloc).geturl()
+
+
+def _monitor_config(directory: Path, server: str, logs: dict[str, Any] | None = None) -> Path:
+    """docs/examples/phoenix_monitor.yaml, included as it is, with the test's Phoenix and `logs` on top;
+    the reports go to the test's directory, not the checkout's reports/."""
+    documented = load_config(EXAMPLES / "phoenix_monitor.yaml", MonitorConfig).logs.phoenix
+    logs = logs or {}
+    phoenix = {"url": _on(server, documented.url), **logs.get("phoenix", {})}
+    path = directory / "phoenix_monitor.yaml"
+    path.write_text(yaml.safe_dump({"include": [str(EXAMPLES / "phoenix_monitor.yaml")],
+                                    "logs": {**logs, "phoenix": phoenix}, "reports_dir": str(directory / "reports")}))
+    return path
+
+
 @pytest.fixture(scope="module")
 def phoenix(tmp_path_factory):
     if not PYTHON.is_file() or subprocess.run([str(PYTHON), "-c", "import phoenix.otel, phoenix.server"],
@@ -61,16 +87,18 @@ def phoenix(tmp_path_factory):
                               stdout=(work / "server.log").open("w"), stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
     try:
-        for _ in range(240):
+        # importing Phoenix alone took 107 s, answering 172 s, on a loaded 2-core machine at nice 10
+        deadline = time.monotonic() + STARTUP_S
+        while True:
             try:
                 _get(f"{url}/v1/projects")
                 break
             except OSError:
                 if server.poll() is not None:
                     pytest.fail(f"phoenix serve exited: {(work / 'server.log').read_text()[-2000:]}")
+                if time.monotonic() > deadline:
+                    pytest.fail(f"phoenix serve did not answer within {STARTUP_S} s")
                 time.sleep(0.5)
-        else:
-            pytest.fail("phoenix serve did not answer within 120 s")
         yield url
     finally:
         server.terminate()
@@ -83,11 +111,9 @@ def test_phoenix_round_trip(phoenix, tmp_path, capsys):
     sent = subprocess.run([str(PYTHON), str(ROOT / "scripts" / "phoenix_send_traces.py"), str(LOG),
                            "--url", phoenix, "--project", "ragwatch-test"], capture_output=True, text=True, check=True)
     assert "sent 8 traces" in sent.stdout
-    config = tmp_path / "monitor.yaml"
-    config.write_text(yaml.safe_dump({"logs": {"format": "phoenix", "feedback_scale": [1, 5],
-                                               "phoenix": {"url": phoenix, "project": "ragwatch-test"}},
-                                      "window": {"length": "1d", "budget": 50},
-                                      "reports_dir": str(tmp_path / "reports")}))
+    # the docs' monitor config; its project is the script's (the docs' ragwatch-rag holds the other test's
+    # traces on this shared server), and the test log's 1-5 ratings carry no scale of their own
+    config = _monitor_config(tmp_path, phoenix, {"feedback_scale": [1, 5], "phoenix": {"project": "ragwatch-test"}})
     for _ in range(20):  # the traces reach Phoenix's database a moment after the exporter returns
         if len(_get(f"{phoenix}/v1/projects/ragwatch-test/spans?limit=100")["data"]) >= 23:
             break
@@ -129,10 +155,14 @@ def test_builtin_system_traces_reach_phoenix_and_monitor_annotates_them(phoenix,
               for name, text in DOCS.items()]
     index = Index.build(chunks, HashEmbedder())
     questions = ["What is a ZenML stack?", "What does a model version group?", "When is a step cached?"]
-    project = "ragwatch-live"
+    # the trace settings of `python run.py evaluate --config docs/examples/phoenix_evaluate.yaml`, sent to the
+    # test's Phoenix; the system is the built-in one on a three-page index with a fake generator (the bundled
+    # evaluation that file includes runs the local model on the sample corpus for minutes)
+    documented = load_config(EXAMPLES / "phoenix_evaluate.yaml", FullConfig).evaluate.system.rag.trace
+    trace = documented.model_copy(update={"otlp_endpoint": _on(phoenix, documented.otlp_endpoint)})
+    project = trace.project  # the docs' project, the one the monitor config reads
     with FakeLLMServer(responder=lambda body: "From the context: " + body["messages"][-1]["content"][-60:]) as llm:
         settings = LLMSettings(model="openai/fake-model", api_base=llm.base_url, max_retries=1)
-        trace = TraceSettings(otlp_endpoint=f"{phoenix}/v1/traces", project=project)
         rag = BuiltinRAG(index, None, LLMClient(settings), RagSettings(retrieval_mode="bm25", top_k=2, trace=trace))
         answers = rag.answer_many(questions)
         assert llm.calls == 3 and all(a.ok for a in answers)
@@ -160,11 +190,8 @@ def test_builtin_system_traces_reach_phoenix_and_monitor_annotates_them(phoenix,
         generate = by_kind["LLM"][0]["attributes"]
         assert generate["llm.model_name"] == "openai/fake-model" and generate["llm.token_count.prompt"] > 0
 
-        config = tmp_path / "monitor.yaml"
-        source = {"format": "phoenix", "phoenix": {"url": phoenix, "project": project}}
-        config.write_text(yaml.safe_dump({"logs": source, "window": {"length": "1d", "budget": 50},
-                                          "reports_dir": str(tmp_path / "reports")}))
-        assert run.main(["monitor", "--config", str(config)]) == 0
+        # `python run.py monitor --config docs/examples/phoenix_monitor.yaml`: its project as written
+        assert run.main(["monitor", "--config", str(_monitor_config(tmp_path, phoenix))]) == 0
         assert llm.calls == 3  # the monitor evaluated the traced answers without generating any
     out = capsys.readouterr().out
     assert f"project {project}: 3 kept" in out, out

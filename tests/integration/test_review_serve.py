@@ -5,9 +5,9 @@ for correctness), a reload mid-way, the server killed (SIGKILL) and restarted, a
 Bad input (unknown run, a run without judged items, a port in use) exits 2 with a message.
 
 The judge is a fake OpenAI-compatible server and the system under test a Python callable, so this
-exercises our plumbing, not a model. Headless Chromium from Debian is driven by Playwright (the
-pinned Python package) through `executable_path`; skipped with the reason when either is missing.
-The screenshot of a labelled item is kept as reports/review_page.png.
+exercises our plumbing, not a model. The server and the browser: tests/review_browser.py; skipped
+with the reason when Chromium or Playwright is missing. The screenshot of a labelled item is kept as
+reports/review_page.png.
 """
 
 from __future__ import annotations
@@ -16,11 +16,7 @@ import hashlib
 import json
 import os
 import re
-import shutil
-import signal
 import socket
-import subprocess
-import sys
 import time
 import urllib.request
 from pathlib import Path
@@ -31,11 +27,8 @@ from zenml.client import Client
 import run as cli
 from tests.fake_llm_server import FakeLLMServer, first_user_text
 from tests.integration.conftest import write_config
+from tests.review_browser import NEEDS_BROWSER, ROOT, Server, free_port, review_page
 
-ROOT = Path(__file__).resolve().parents[2]
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-         "--disable-component-update", "--disable-sync", "--no-first-run"]
 MODEL = "ragwatch-review-page-rag"
 CONTEXT = ("The local orchestrator is the default orchestrator of ZenML. It runs every step of a pipeline "
            "in the same process on your machine.\n\nA failure hook runs when a step fails; attach it with "
@@ -43,20 +36,11 @@ CONTEXT = ("The local orchestrator is the default orchestrator of ZenML. It runs
 TOPICS = ["orchestrator", "failure hook", "step", "pipeline", "stack", "artifact", "cache", "model",
           "schedule", "secret", "service", "container"]
 
-STARTED: list[subprocess.Popen] = []  # every server a test started, killed if the test failed
-
-try:
-    from playwright.sync_api import sync_playwright
-except ImportError:  # pragma: no cover - the dev requirements pin it
-    sync_playwright = None
-
 pytestmark = [
     pytest.mark.integration,
     pytest.mark.slow,  # a full run, three server starts and a browser: about 2-3 minutes on 2 cores
-    pytest.mark.skipif(CHROMIUM is None, reason="Chromium is not installed: apt-get install -y "
-                       "--no-install-recommends chromium"),
-    pytest.mark.skipif(sync_playwright is None, reason="the playwright package is not installed: "
-                       "pip install -r requirements/dev.txt"),
+    *NEEDS_BROWSER,
+    pytest.mark.usefixtures("no_review_server_left"),
 ]
 
 
@@ -71,17 +55,6 @@ def _judge(body: dict) -> str:
         return json.dumps({"checks": checks})
     digest = int(hashlib.sha256(text.encode()).hexdigest(), 16)
     return json.dumps({"reasoning": "compared with the reference", "score": 1 + digest % 5})
-
-
-@pytest.fixture(autouse=True)
-def _no_server_left() -> None:
-    """A failing test must not leave a server running."""
-    yield
-    for proc in STARTED:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait(timeout=30)
-    STARTED.clear()
 
 
 @pytest.fixture
@@ -113,54 +86,6 @@ def config(tmp_path: Path, tiny_corpus: Path, monkeypatch: pytest.MonkeyPatch):
         yield path
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class Server:
-    """`python run.py review serve` as a separate process (so it can be killed like a real one)."""
-
-    def __init__(self, port: int, *extra: str,
-                 choose: tuple[str, ...] = ("--metric", "faithfulness", "--metric", "correctness", "--n", "12")
-                 ) -> None:
-        self.port = port
-        self.proc = subprocess.Popen(
-            [sys.executable, str(ROOT / "run.py"), "review", "serve", *choose, "--port", str(port),
-             "--reviewer", "tester", *extra],
-            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=ROOT)
-        STARTED.append(self.proc)
-        self.lines: list[str] = []
-        deadline = time.monotonic() + 180
-        while time.monotonic() < deadline:
-            line = self.proc.stdout.readline()
-            if not line:
-                raise AssertionError(f"review serve exited {self.proc.wait()}:\n{''.join(self.lines)}")
-            self.lines.append(line)
-            if line.startswith("open http://"):
-                return
-        raise AssertionError("review serve did not start:\n" + "".join(self.lines))
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/"
-
-    def state(self) -> dict:
-        with urllib.request.urlopen(self.url + "api/state?tab=test", timeout=30) as res:
-            return json.loads(res.read())
-
-    def kill(self) -> None:
-        self.proc.send_signal(signal.SIGKILL)
-        self.proc.wait(timeout=30)
-
-    def stop(self) -> str:
-        self.proc.send_signal(signal.SIGTERM)
-        out, _ = self.proc.communicate(timeout=120)
-        assert self.proc.returncode == 0, "".join(self.lines) + out
-        return "".join(self.lines) + out
-
-
 def _label_item(page, digit: str, marks: str, labelled: int) -> None:
     """Answer the item shown: one key per statement, then the correctness digit; wait until it is
     stored (`labelled` items in all) and the judge is shown."""
@@ -183,7 +108,7 @@ def test_label_ten_items_in_the_browser(config: Path, tmp_path: Path, capsys) ->
     ingest_run = Client().list_pipeline_runs(sort_by="desc:created", size=1).items[0].name
 
     # bad input: a clear message and exit 2
-    port = _free_port()
+    port = free_port()
     assert cli.main(["review", "serve", "--run", "no-such-run", "--port", str(port)]) == 2
     assert "no single pipeline run matches 'no-such-run'" in capsys.readouterr().err
     assert cli.main(["review", "serve", "--run", ingest_run, "--port", str(port)]) == 2
@@ -197,10 +122,7 @@ def test_label_ten_items_in_the_browser(config: Path, tmp_path: Path, capsys) ->
     server = Server(port)
     screenshot = ROOT / "reports" / "review_page.png"
     screenshot.parent.mkdir(exist_ok=True)
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
-        page = browser.new_page(viewport={"width": 1280, "height": 800})
-        page.goto(server.url)
+    with review_page(server.url, width=1280, height=800) as page:
         page.wait_for_selector("ol.statements li")
         assert page.inner_text("#progress-text") == "0 / 12 labelled"
         assert page.locator(".judge").count() == 0  # the judge is hidden until the item is labelled
@@ -252,7 +174,6 @@ def test_label_ten_items_in_the_browser(config: Path, tmp_path: Path, capsys) ->
         assert "accuracy" in agreement and "n = 20 statements (10 items)" in agreement, agreement
         page.locator(".where").first.click()
         page.screenshot(path=str(screenshot))
-        browser.close()
     out = server.stop()
     assert "10 of 12 items labelled" in out, out
     print(f"browser-driven labelling: {per_label_s:.2f} s per label, page and server included")

@@ -1,5 +1,7 @@
 """The examples the README and docs/your-system.md show work as written: the config passes preflight,
-and the HTTP system it configures reads answers and contexts from the tiny server, started here."""
+and the HTTP system it configures reads answers and contexts from the tiny server, started here. The
+Phoenix pair of docs/monitoring.md loads as `run.py` loads it (the real Phoenix round trip with these
+files: tests/integration/test_phoenix.py, which skips where Phoenix is not installed)."""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ import pytest
 
 from ragwatch.config import FullConfig
 from ragwatch.config_loader import load_config
+from ragwatch.logs.settings import MonitorConfig
 from ragwatch.preflight import preflight
 from ragwatch.rag.http import HttpRAG
 
@@ -54,3 +57,15 @@ def test_a_request_without_a_question_gets_a_clear_400(tiny_server):
 
     reply = httpx.post(tiny_server, json={"query": "x"}, timeout=10)
     assert reply.status_code == 400 and "question" in reply.json()["error"]
+
+
+def test_the_phoenix_examples_load_and_meet_on_one_server_and_project():
+    """`python run.py evaluate --config docs/examples/phoenix_evaluate.yaml` traces the built-in system's
+    answers to Phoenix, `python run.py monitor --config docs/examples/phoenix_monitor.yaml` pulls them back:
+    both files are valid configs (as run.py reads them), and they name the same server and project."""
+    rag = preflight("evaluate", EXAMPLES / "phoenix_evaluate.yaml").evaluate.system.rag
+    monitor = load_config(EXAMPLES / "phoenix_monitor.yaml", MonitorConfig)
+    assert rag.kind == "builtin" and rag.trace is not None
+    assert monitor.logs.format == "phoenix" and monitor.logs.phoenix is not None
+    assert rag.trace.project == monitor.logs.phoenix.project == "ragwatch-rag"
+    assert rag.trace.otlp_endpoint == monitor.logs.phoenix.url + "/v1/traces"  # Phoenix takes OTLP on its own port

@@ -9,10 +9,10 @@ from ragwatch.rows import read_rows
 
 def test_jsonl_bad_lines_come_back_with_their_reason(tmp_path):
     path = tmp_path / "rows.jsonl"
-    path.write_text('\ufeff{"a": 1}\n\n{not json\n[1, 2]\n{"a": 2}\n', encoding="utf-8")
+    path.write_text('\ufeff{"a": 1}\n\n{"a": 3\n[1, 2]\n{"a": 2}\n', encoding="utf-8")
     rows = list(read_rows(path))
     assert rows[0] == (1, {"a": 1}) and rows[-1] == (5, {"a": 2})  # byte-order mark read past, blank skipped
-    assert rows[1][0] == 3 and rows[1][1].startswith("not valid JSON")
+    assert rows[1] == (3, "not valid JSON (Expecting ',' delimiter at column 8)")  # where the cut line stops
     assert rows[2] == (4, "expected a JSON object, got list")
 
 
