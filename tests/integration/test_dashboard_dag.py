@@ -81,9 +81,10 @@ def test_every_pipeline_draws_and_the_daily_run_is_cached(tmp_path: Path, tiny_c
     assert rerun.run_metadata["gated_metrics"]["vector/mrr"]["vs_previous"]["diff"] == 0
     assert "Gate: PROMOTED" in rerun.run_metadata["verdict"]
     # the printout ends by saying which run and which artifacts to open
-    last = format_outcome(again).splitlines()[-3:]
-    assert all(again.run.name in line for line in last)
-    assert "'report'" in last[0] and "'comparisons'" in last[1] and "'gated_metrics'" in last[2]
+    last = format_outcome(again).splitlines()[-5:]
+    assert last[0].endswith(f"Projects > default > Pipelines > {again.pipeline} > {again.run.name}")
+    assert f"/projects/default/runs/{again.run.id}" in last[1]
+    assert "'report'" in last[2] and "'comparisons'" in last[3] and "'gated_metrics'" in last[4]
 
     # retrieval only answers nothing: no empty system/answer rows, one line saying why, none compared
     metrics = again.metrics

@@ -171,9 +171,12 @@ def test_reply_lengths_come_from_another_models_history_when_this_one_has_none()
 
 
 def test_a_cascading_faithfulness_judge_is_counted_at_every_statement_of_unwritten_answers(tmp_path, no_network):
-    """The local judge asks only where its reply can change a verdict, which depends on words not yet
+    """With the cascade the local judge asks only where its reply can change a verdict, which depends on words not yet
     written: the estimate counts one call per judged item (an upper bound) and says so."""
     path = write_config(tmp_path, ["faithfulness"], model="local/qwen2.5-coder-1.5b-instruct")
+    config = yaml.safe_load(path.read_text())
+    config["evaluate"]["judges"]["faithfulness"] = {"cascade": True}  # as `--quick` sets it
+    path.write_text(yaml.safe_dump(config))
     estimate = estimate_pipeline("evaluate", load_config(path, FullConfig), history=[])
     judge = [r for r in estimate.rows if r.role == "judge"]
     assert judge and sum(r.calls for r in judge) == 7  # 4 labelled + 3 generated questions, one call each

@@ -458,7 +458,7 @@ def test_the_judge_is_asked_only_where_its_reply_can_change_a_verdict(fake_serve
     copied, unrelated, borderline = ("Retries default to 3 attempts in ZenML steps.",
                                      "Bananas grow on tall plants in warm places.",
                                      "The StepCache keeps outputs of steps for a week.")  # lexical 1.0, 0.0, 0.625
-    verifier = EvidenceVerifier(support_model=model, use_logprobs=False)
+    verifier = EvidenceVerifier(support_model=model, use_logprobs=False, cascade=True)
     (outcome, gens) = drive(gather({"a": verifier.plan(contexts, [copied, unrelated, borderline])}), server.client())
     verdicts, calls = outcome["a"]
     assert sent == [1] and len(gens) == 1 and calls == 1  # one call, with the borderline statement only
@@ -475,4 +475,5 @@ def test_the_judge_is_asked_only_where_its_reply_can_change_a_verdict(fake_serve
     sent.clear()
     (outcome, gens) = drive(gather({"a": verifier.plan(contexts, [copied, unrelated])}), server.client())
     assert sent == [] and not gens and outcome["a"][1] == 0
-    assert EvidenceVerifier(support_model=model, cascade=False).cascade is False
+    assert EvidenceVerifier(support_model=None, cascade=True).cascade is False  # it needs the support model
+    assert EvidenceVerifier(support_model=model).cascade is False  # off unless asked for

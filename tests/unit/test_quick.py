@@ -25,8 +25,11 @@ def test_quick_cuts_the_bundled_run_to_a_dozen_items_that_decide_nothing():
     assert quick.testset.testset.questions_per_chunk == 1 and quick.testset.zenml_qa is None
     assert not quick.evaluate.e2e.enabled and not quick.evaluate.promote and quick.evaluate.quick
     assert quick.evaluate.system.model_name == "ragwatch-rag-quick"  # never the real system's baseline
-    # the same system, models and judges as the full run
-    assert quick.evaluate.system.rag == full.evaluate.system.rag and quick.evaluate.judges == full.evaluate.judges
+    # the same system, models and judges as the full run; the judge asked only where its reply can change a verdict
+    assert quick.evaluate.system.rag == full.evaluate.system.rag
+    assert quick.evaluate.judges.llm == full.evaluate.judges.llm
+    assert quick.evaluate.judges.enabled == full.evaluate.judges.enabled
+    assert quick.evaluate.judges.faithfulness.cascade and not full.evaluate.judges.faithfulness.cascade
     assert full.testset.zenml_qa and full.evaluate.promote and not full.evaluate.quick  # the original is untouched
     assert "cannot decide anything" in quick_banner(11) and "11 items" in quick_banner(11)
 

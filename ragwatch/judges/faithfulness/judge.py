@@ -42,7 +42,7 @@ from pydantic import Field
 from ragwatch.judges.base import FewShotExample, answer_error, generation_error, to_json
 from ragwatch.judges.engine import Call, LLMJudge, Plan, Score, mean
 from ragwatch.judges.faithfulness.calibrations import faithfulness_calibration
-from ragwatch.judges.faithfulness.level import with_level
+from ragwatch.judges.faithfulness.level import CASCADE_LEVEL_FEATURES, LEVEL_FEATURES, with_level
 from ragwatch.judges.faithfulness.split import SPLIT_SYSTEM, answer_statements, split_prompt, statements_schema
 from ragwatch.judges.faithfulness.verify import (
     VerdictReply,
@@ -78,6 +78,10 @@ class FaithfulnessOptions(JudgeOptions):
     """P(supported) cut-off; null: the judge model's calibrated cut-off, else 0.5."""
     few_shot: list[FewShotExample] = Field(default_factory=list)
     """Worked examples shown before each item."""
+    cascade: bool = False
+    """evidence: ask the judge only where its reply can change a verdict (0.27x the judge's time, the same
+    verdicts; the level then reads no P(yes), so the gate cannot see names of the contexts put in the wrong
+    place). On in `--quick`."""
 
 
 class FaithfulnessJudge(LLMJudge):
@@ -98,6 +102,7 @@ class FaithfulnessJudge(LLMJudge):
         use_logprobs: bool = False,
         name: str = "faithfulness",
         system_fingerprint: str | None = None,
+        cascade: bool = False,
     ) -> None:
         if max_statements < 1:
             raise ValueError(f"max_statements must be >= 1, got {max_statements}")
@@ -147,7 +152,7 @@ class FaithfulnessJudge(LLMJudge):
                                       support_model.cutoff if support_model is not None else 0.5)
             self.verifier = EvidenceVerifier(sentences_per_statement=sentences_per_statement,
                                              use_logprobs=use_logprobs, support_model=support_model,
-                                             support_threshold=self.support_threshold)
+                                             support_threshold=self.support_threshold, cascade=cascade)
         else:
             self.support_threshold = (
                 support_threshold if support_threshold is not None else judge_support_threshold(model)
@@ -167,7 +172,9 @@ class FaithfulnessJudge(LLMJudge):
         name = self.name
         calibration = self.calibration if self.verify == "evidence" else None
         system = calibration.system_code(self.system_fingerprint) if calibration is not None else None
-        results[name] = with_level(results[name], calibration, threshold=self.support_threshold, system=system)
+        cascade = isinstance(self.verifier, EvidenceVerifier) and self.verifier.cascade
+        results[name] = with_level(results[name], calibration, threshold=self.support_threshold, system=system,
+                                   features=CASCADE_LEVEL_FEATURES if cascade else LEVEL_FEATURES)
         return results
 
     def details(self, metric: str) -> dict[str, Any]:
@@ -246,6 +253,7 @@ def build(options: FaithfulnessOptions, deps: JudgeDeps) -> FaithfulnessJudge:
         few_shot=options.few_shot,
         use_logprobs=deps.use_logprobs,
         system_fingerprint=deps.system_fingerprint,
+        cascade=options.cascade,
     )
 
 

@@ -3,7 +3,8 @@
 A verdict share counts every statement the verifier calls supported as wholly supported and every other
 as wholly not; with a verifier of balanced accuracy ~0.75 it lands far from what readers find (0.656
 against 0.46 on the default's held-out answers). The level is the mean over items of the item's
-expected supported share, from the run's per-statement features (lexical support, the rules' veto)
+expected supported share, from the run's per-statement features (the judge's P(yes), lexical support,
+the rules' veto)
 and the calibration data shipped with the judge model and prompt version (`calibration_data/` of this
 package, named by `ragwatch.judges.faithfulness.calibrations`): statements of RAG answers with reference labels
 and the same features. The estimator (`LEVEL_METHOD`) and the features
@@ -60,12 +61,15 @@ from ragwatch.statistics.level import (
 # mean of the items' values that `compare` differences (`calibrated_share`), so a paired difference is a
 # difference of headlines. Rerun: scripts/refit_faithfulness_calibration.py.
 LEVEL_METHOD: Method = "pcc"
-# lexical support and the rules' veto, not the judge's P(yes): on the same 300 statements (benchmarks/
-# faithfulness_level.py --features, 2026-11-26) dropping judge_logit changed no figure that matters (held-out log
-# loss 0.527 -> 0.525; pcc cross-fitted RMSE 0.081 both; unseen system 0.060 -> 0.062; per system within 0.001)
-# and makes the level independent of the judge's reply, so the judge is asked only where a verdict depends on it
-# (`ragwatch.judges.faithfulness.cascade`)
-LEVEL_FEATURES = ("lexical", "vetoed")
+# The judge's P(yes) stays in the level although dropping it changes no level figure (benchmarks/
+# faithfulness_level.py --features lexical vetoed, 2026-11-26: held-out log loss 0.527 -> 0.525, pcc cross-fitted
+# RMSE 0.081 both, unseen system 0.060 -> 0.062): it is the only feature that moves when names or numbers of the
+# contexts are put in the wrong place (lexical support and the veto do not), so without it the gate's paired
+# difference cannot see that change (tests/unit/test_gate_planted_faithfulness.py). A run whose judge was asked
+# only where its reply can change a verdict (the cascade, `--quick`) has no P(yes) for most statements and is
+# levelled on `CASCADE_LEVEL_FEATURES`.
+LEVEL_FEATURES = ("judge_logit", "lexical", "vetoed")
+CASCADE_LEVEL_FEATURES = ("lexical", "vetoed")
 RESAMPLES = 1000
 TRANSFER_RESAMPLES = 200  # per left-out system: only a variance is read from them
 DATA_PACKAGE = "ragwatch.judges.faithfulness"
@@ -124,42 +128,47 @@ def system_of(record: Mapping[str, Any]) -> str:
 
 
 @lru_cache(maxsize=8)
-def _shipped_set(name: str, support_model: str, threshold: float | None) -> CalibrationSet:
+def _shipped_set(name: str, support_model: str, threshold: float | None,
+                 features: tuple[str, ...] = LEVEL_FEATURES) -> CalibrationSet:
     """The shipped data as a calibration set, read once per process (keyed by the support model's JSON)."""
-    return calibration_set(read_records(name), SupportModel.model_validate_json(support_model), threshold)
+    return calibration_set(read_records(name), SupportModel.model_validate_json(support_model), threshold, features)
 
 
 @lru_cache(maxsize=8)
-def _shipped_transfer(name: str, support_model: str, threshold: float | None) -> Transfer:
+def _shipped_transfer(name: str, support_model: str, threshold: float | None,
+                      features: tuple[str, ...] = LEVEL_FEATURES) -> Transfer:
     """The between-system bias of LEVEL_METHOD on the shipped data, measured once per process."""
-    return system_transfer(_shipped_set(name, support_model, threshold), method=LEVEL_METHOD,
+    return system_transfer(_shipped_set(name, support_model, threshold, features), method=LEVEL_METHOD,
                            resamples=TRANSFER_RESAMPLES)
 
 
 def statement_level(raws: Sequence[Mapping[str, Any]], items: Sequence[str], verdicts: Sequence[bool],
                     calibration: FaithfulnessCalibration, *, threshold: float | None = None,
-                    resamples: int = RESAMPLES, seed: int = 0, system: str | None = None) -> LevelEstimate:
+                    resamples: int = RESAMPLES, seed: int = 0, system: str | None = None,
+                    features: tuple[str, ...] = LEVEL_FEATURES) -> LevelEstimate:
     """The level of statements given by their raw features (`features_of` a verdict) and their items,
     written by `system` (a system code of the calibration data, `FaithfulnessCalibration.system_code`; None:
-    not known to be one of them, and the interval carries the between-system bias)."""
+    not known to be one of them, and the interval carries the between-system bias), on the level model's
+    `features`."""
     if calibration.level_data is None:
         raise ValueError(f"the calibration of {calibration.model} / {calibration.prompt_version} ships no "
                          "labelled statements: no level can be estimated")
-    key = (calibration.level_data, calibration.support_model.model_dump_json(), threshold)
+    key = (calibration.level_data, calibration.support_model.model_dump_json(), threshold, features)
     cal = _shipped_set(*key)
     transfer = None if system is not None and system in cal.system_names() else _shipped_transfer(*key)
-    x = np.array([feature_vector(r, LEVEL_FEATURES) for r in raws], dtype=float)
+    x = np.array([feature_vector(r, features) for r in raws], dtype=float)
     return estimate_level(cal, x, np.asarray(items), method=LEVEL_METHOD, verdicts=np.asarray(verdicts, dtype=bool),
                           resamples=resamples, seed=seed, transfer=transfer)
 
 
 def with_level(result: MetricResult, calibration: FaithfulnessCalibration | None, *,
                threshold: float | None = None, resamples: int = RESAMPLES, seed: int = 0,
-               system: str | None = None) -> MetricResult:
+               system: str | None = None, features: tuple[str, ...] = LEVEL_FEATURES) -> MetricResult:
     """`result` with its score and interval the calibrated level; the verdict share and its interval
     kept in the details (`verdict_share`, `verdict_share_ci`), the estimate's record under `level`.
     Item scores stay verdict shares (what a paired comparison and the review page read); each scored
-    item's mean calibrated P(supported) is in its details as `calibrated_share`.
+    item's mean calibrated P(supported) is in its details as `calibrated_share`. `features`: the level
+    model's inputs (`CASCADE_LEVEL_FEATURES` when the judge was not asked about every statement).
 
     Unchanged when there is no calibration with labelled statements, or no item was scored.
     """
@@ -176,10 +185,10 @@ def with_level(result: MetricResult, calibration: FaithfulnessCalibration | None
     if not raws:
         return result
     level = statement_level(raws, items, verdicts, calibration, threshold=threshold, resamples=resamples, seed=seed,
-                            system=system)
-    cal = _shipped_set(calibration.level_data, calibration.support_model.model_dump_json(), threshold)
+                            system=system, features=features)
+    cal = _shipped_set(calibration.level_data, calibration.support_model.model_dump_json(), threshold, features)
     p = predict_logistic(fit_logistic(cal.x, cal.y)[0],
-                         np.array([feature_vector(r, LEVEL_FEATURES) for r in raws], dtype=float))[0]
+                         np.array([feature_vector(r, features) for r in raws], dtype=float))[0]
     per_item: dict[str, list[float]] = {}
     for item_id, value in zip(items, p, strict=True):
         per_item.setdefault(item_id, []).append(float(value))
@@ -187,7 +196,7 @@ def with_level(result: MetricResult, calibration: FaithfulnessCalibration | None
                                     }) if it.item_id in per_item else it for it in result.items]
     details = {k: v for k, v in result.details.items() if k not in ("weighted", "n_weighted")}
     details.update(verdict_share=result.score, verdict_share_ci=[result.ci_low, result.ci_high],
-                   verdict_share_method=result.ci_method, level=level.model_dump())
+                   verdict_share_method=result.ci_method, level={**level.model_dump(), "features": list(features)})
     return result.model_copy(update={
         "score": level.estimate, "ci_low": level.ci_low, "ci_high": level.ci_high, "details": details, "items": scored,
         "ci_method": level_method_text(level),

@@ -12,8 +12,8 @@ verdict is cut at. Two rules of a careful
 reader overrule it: a statement that makes no claim (markup, a lone lead-in word) is unsupported
 without a call, and so is one with a number, code identifier or name that no retrieved context
 contains. A cited id that was not shown cites nothing; terms missing from the cited sentences are
-recorded for the reader (as vetoes they cost agreement: `decide`). With a support model, the judge is
-asked only about the statements whose verdict some reply could change (`cascade`,
+recorded for the reader (as vetoes they cost agreement: `decide`). With `cascade` and a support model,
+the judge is asked only about the statements whose verdict some reply could change (
 `ragwatch.judges.faithfulness.cascade`): the others get the verdict every reply would have led to,
 and an answer with none left makes no call.
 
@@ -108,7 +108,7 @@ class EvidenceVerifier:
         use_logprobs: bool = True,
         support_model: SupportModel | None,
         support_threshold: float | None = None,
-        cascade: bool = True,
+        cascade: bool = False,
     ) -> None:
         if sentences_per_statement < 1:
             raise ValueError(f"sentences_per_statement must be >= 1, got {sentences_per_statement}")
