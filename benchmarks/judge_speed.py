@@ -3,8 +3,8 @@ statement: seconds per item and verdicts, side by side on the same answers, LLM 
 
 Reads the answers and eval set of the latest completed `full`/`evaluate` run in the local store (run
 `make run` first), builds the faithfulness judge as the run does (`configs/evaluate.yaml`), and judges
-the first `--items` answered items twice: with the cascade (the default) and with
-`verifier.cascade = False`, in alternating halves so that neither side always runs on a warmer
+the first `--items` answered items twice: with the cascade (`faithfulness.cascade`, on in `--quick`)
+and without it (the default), in alternating halves so that neither side always runs on a warmer
 machine. Prints each side's seconds per item, judge calls, the faithfulness level and verdict share,
 and how many statement verdicts agree. One local-model job at a time: run it alone.
 
