@@ -5,6 +5,7 @@ from __future__ import annotations
 from zenml import pipeline
 
 from ragwatch.checks.e2e import E2ETables
+from ragwatch.code_version import code_version
 from ragwatch.config import FullConfig
 from ragwatch.evaluation import generator_settings
 from steps.evalset import retrieval_only_set
@@ -50,7 +51,7 @@ def evaluate(config: FullConfig, e2e_tables: E2ETables, system_fingerprint: str,
         )
     judges, agreement = judge_answers_step(
         eval_set, answers, evaluation.judges, evaluation.judge_panel, generator_settings(evaluation.system),
-        embedding,
+        embedding, code_version(),
     )
     judges = attach_human_labels(judges, evaluation.system.model_name)  # PPI++ where people labelled items
     results = collect_results(eval_set, answers, judges)

@@ -97,11 +97,15 @@ def judge_answers_step(
     judge_panel_models: list[LLMSettings],
     generator: LLMSettings | None,
     embedding: EmbeddingSettings,
+    code_version: str,
 ) -> tuple[Annotated[MetricGroup, "judge_metrics"], Annotated[pd.DataFrame, "judge_agreement"]]:
     """Every enabled judge (LLM judges, embedding similarity, answer confidence) on the answers;
     with a judge panel, the same judges with each panel model and their agreement.
 
     `generator` is the built-in system's generator (None for the user's own system), for perplexity.
+    `code_version` (`ragwatch.code_version`) is read by nobody: it is in the step's cache key, so new judge
+    code or calibration data re-judges instead of serving the old verdicts (the LLM cache still serves every
+    call whose prompt did not change).
     """
     export_api_keys()
     samples, answered = generation_samples(eval_set.samples), list(answers.answers)
