@@ -1,21 +1,26 @@
-"""The default run's faithfulness judge, asked only where its reply can change a verdict vs about every
-statement: seconds per item and verdicts, side by side on the same answers, LLM cache off.
+"""The default run's faithfulness judge against another way of asking it: seconds per item, prompt tokens and
+verdicts, side by side on the same answers, LLM cache off.
 
 Reads the answers and eval set of the latest completed `full`/`evaluate` run in the local store (run
 `make run` first), builds the faithfulness judge as the run does (`configs/evaluate.yaml`), and judges
-the first `--items` answered items twice: with the cascade (`faithfulness.cascade`, on in `--quick`)
-and without it (the default), in alternating halves so that neither side always runs on a warmer
-machine. Prints each side's seconds per item, judge calls, the faithfulness level and verdict share,
-and how many statement verdicts agree. One local-model job at a time: run it alone.
+the first `--items` answered items twice, in alternating halves so that neither side always runs on a
+warmer machine: as the run does, and either with the cascade (`faithfulness.cascade`, on in `--quick`:
+asked only where its reply can change a verdict) or, with `--against REV`, with the evidence verifier
+(its prompts) of git revision REV. Prints each side's seconds per item, judge calls and prompt tokens,
+the faithfulness level and verdict share, and how many statement verdicts agree. One local-model job at
+a time: run it alone.
 
     python benchmarks/judge_speed.py --items 30
+    python benchmarks/judge_speed.py --items 65 --against ef2f152   # faithfulness-v5's prompts
 """
 
 from __future__ import annotations
 
 import argparse
+import subprocess
 import sys
 import time
+import types
 from pathlib import Path
 from typing import Any
 
@@ -40,17 +45,34 @@ def latest_answers() -> tuple[str, list[Any], list[Any]]:
     raise SystemExit("no completed run with answers in this store: run `make run` first")
 
 
-def judge_once(judge: Any, samples: list[Any], answers: list[Any]) -> tuple[float, Any, int]:
-    before = judge.llm.usage.calls
+def verifier_at(revision: str, like: Any) -> Any:
+    """The evidence verifier of git revision `revision` (its prompts and plan, on today's other modules),
+    with the same settings as `like`."""
+    path = "ragwatch/judges/faithfulness/verify_evidence.py"
+    source = subprocess.run(["git", "-C", str(ROOT), "show", f"{revision}:{path}"], capture_output=True, text=True,
+                            check=True).stdout
+    module = types.ModuleType(f"verify_evidence_at_{revision}")
+    exec(compile(source, f"{revision}:{path}", "exec"), module.__dict__)  # our own git history
+    return module.EvidenceVerifier(sentences_per_statement=like.per_statement, max_sentences=like.max_sentences,
+                                   use_logprobs=like.use_logprobs, support_model=like.support_model,
+                                   support_threshold=like.threshold, cascade=like.cascade)
+
+
+def judge_once(judge: Any, samples: list[Any], answers: list[Any]) -> tuple[float, Any, int, int]:
+    """Seconds, the faithfulness result, calls and prompt tokens of judging these answers."""
+    calls, tokens = judge.llm.usage.calls, judge.llm.usage.prompt_tokens
     started = time.perf_counter()
     result = judge.evaluate_all(samples, answers)["faithfulness"]
-    return time.perf_counter() - started, result, judge.llm.usage.calls - before
+    return (time.perf_counter() - started, result, judge.llm.usage.calls - calls,
+            judge.llm.usage.prompt_tokens - tokens)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--items", type=int, default=30)
     parser.add_argument("--config", type=Path, default=ROOT / "configs" / "evaluate.yaml")
+    parser.add_argument("--against", metavar="REV", help="compare with the evidence verifier of this git revision "
+                        "(default: compare with the cascade)")
     args = parser.parse_args(argv)
 
     from ragwatch.config import FullConfig
@@ -64,34 +86,42 @@ def main(argv: list[str] | None = None) -> int:
     settings = judges.llm.model_copy(update={"cache": False})
     llm = LLMClient(settings)
     (judge,) = build_judges(judges.model_copy(update={"enabled": ["faithfulness"], "llm": settings}), llm)
+    shipped = judge.verifier
+    if args.against:
+        other, other_name = verifier_at(args.against, shipped), f"the evidence verifier of {args.against}"
+    else:
+        other = verifier_at("HEAD", shipped)
+        other.cascade, other_name = True, "where its reply can change a verdict (cascade)"
+    sides = {"shipped": (shipped, "as the run asks it"), "other": (other, other_name)}
     llm.generate("Say OK.", max_tokens=2)  # load the model outside the timings
     half = len(pairs) // 2
-    totals: dict[bool, list[float]] = {True: [], False: []}
-    calls: dict[bool, int] = {True: 0, False: 0}
-    results: dict[bool, list[Any]] = {True: [], False: []}
-    for part, order in ((pairs[:half], (True, False)), (pairs[half:], (False, True))):
-        for cascade in order:
-            judge.verifier.cascade = cascade
-            seconds, result, n = judge_once(judge, [s for s, _ in part], [a for _, a in part])
-            totals[cascade].append(seconds)
-            calls[cascade] += n
-            results[cascade].append(result)
+    seconds: dict[str, float] = dict.fromkeys(sides, 0.0)
+    calls: dict[str, int] = dict.fromkeys(sides, 0)
+    tokens: dict[str, int] = dict.fromkeys(sides, 0)
+    results: dict[str, list[Any]] = {side: [] for side in sides}
+    for part, order in ((pairs[:half], ("other", "shipped")), (pairs[half:], ("shipped", "other"))):
+        for side in order:
+            judge.verifier = sides[side][0]
+            t, result, n, prompt = judge_once(judge, [s for s, _ in part], [a for _, a in part])
+            seconds[side] += t
+            calls[side] += n
+            tokens[side] += prompt
+            results[side].append(result)
     print(f"run {run}: {len(pairs)} items, faithfulness judge {settings.model}, LLM cache off\n")
-    print("| judge asked | seconds per item | calls | verdict share / level (per half) |")
-    print("|---|---|---|---|")
-    for cascade in (False, True):
-        per_item = sum(totals[cascade]) / len(pairs)
-        shares = " ; ".join(f"{r.details.get('verdict_share', r.score):.3f} / {r.score:.3f}" for r in results[cascade])
-        name = "where its reply can change a verdict (cascade)" if cascade else "about every statement"
-        print(f"| {name} | {per_item:.2f} | {calls[cascade]} | {shares} |")
-    ratio = sum(totals[True]) / sum(totals[False])
+    print("| judge asked | seconds per item | calls | prompt tokens per call | verdict share / level (per half) |")
+    print("|---|---|---|---|---|")
+    for side, (_, name) in sides.items():
+        shares = " ; ".join(f"{r.details.get('verdict_share', r.score):.3f} / {r.score:.3f}" for r in results[side])
+        print(f"| {name} | {seconds[side] / len(pairs):.2f} | {calls[side]} | {tokens[side] / max(calls[side], 1):.0f} "
+              f"| {shares} |")
     same = total = 0
-    for on, off in zip(results[True], results[False], strict=True):
-        for a, b in zip(on.items, off.items, strict=True):
+    for a_result, b_result in zip(results["other"], results["shipped"], strict=True):
+        for a, b in zip(a_result.items, b_result.items, strict=True):
             for x, y in zip(a.details.get("verdicts", []), b.details.get("verdicts", []), strict=False):
                 same += x.get("verdict") == y.get("verdict")
                 total += 1
-    print(f"\ncascade / every statement: {ratio:.2f}x the time; statement verdicts equal: {same} of {total}")
+    print(f"\n{other_name} / as the run asks it: {seconds['other'] / seconds['shipped']:.2f}x the time; "
+          f"statement verdicts equal: {same} of {total}")
     return 0
 
 

@@ -34,6 +34,7 @@ from ragwatch.config_loader import load_config  # noqa: E402
 from ragwatch.decision.compare import compare_runs  # noqa: E402
 from ragwatch.decision.gate import gate_decision  # noqa: E402
 from ragwatch.decision.labels_plan import labels_plans  # noqa: E402
+from ragwatch.judges.faithfulness import PROMPT_VERSION as FAITHFULNESS_PROMPT  # noqa: E402
 from ragwatch.judges.faithfulness.calibrations import faithfulness_calibration  # noqa: E402
 from ragwatch.judges.faithfulness.evidence import bigram_support, makes_no_claim, missing_terms  # noqa: E402
 from ragwatch.judges.faithfulness.verify_evidence import NO_CLAIM, EvidenceVerifier  # noqa: E402
@@ -120,11 +121,11 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     config = load_config(ROOT / "configs" / "full.yaml", FullConfig)
     gate = config.evaluate.gate.model_copy(update={"gated_metrics": ["faithfulness"]})
-    calibration = faithfulness_calibration(config.evaluate.judges.llm.model, "faithfulness-v5")
+    calibration = faithfulness_calibration(config.evaluate.judges.llm.model, FAITHFULNESS_PROMPT)
     if calibration is None:
         raise SystemExit("no shipped calibration for the default judge: nothing to hold the verifier to")
     verifier = EvidenceVerifier(support_model=calibration.support_model)
-    info = MetricInfo(family="judge", judge_model=config.evaluate.judges.llm.model, prompt_version="faithfulness-v5",
+    info = MetricInfo(family="judge", judge_model=config.evaluate.judges.llm.model, prompt_version=FAITHFULNESS_PROMPT,
                       scale=(0.0, 1.0), agreement=calibration.agreement)
     answers, statements, p_judge = load(args.statements, args.features)
     base = faithfulness(answers, statements, p_judge, info, verifier)

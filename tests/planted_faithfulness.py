@@ -24,8 +24,9 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import re
 from typing import Any
+
+from ragwatch.judges.faithfulness.verify_evidence import prompt_statements
 
 N_QUESTIONS = 48
 PLANTED = 32  # answers with a number or name of their own contexts in the wrong place
@@ -108,7 +109,7 @@ def judge_reply(body: dict[str, Any]) -> dict[str, Any]:
     """The evidence verifier's reply, `{"checks": [{"evidence": [1], "verdict": ...}, ...]}`, with token
     logprobs whose verdict tokens carry P(yes) and P(no) (as a local model's do)."""
     text = next(m["content"] for m in body["messages"] if m.get("role") == "user")
-    statements = re.findall(r"<<<BEGIN STATEMENT \d+>>>\n(.*?)\n<<<END", text, re.S)
+    statements = prompt_statements(text)
     if not statements:
         raise AssertionError(f"not an evidence-verification prompt: {text[:300]}")
     tokens: list[dict[str, Any]] = []

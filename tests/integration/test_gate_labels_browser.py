@@ -28,6 +28,7 @@ from zenml.enums import ModelStages
 
 import run as cli
 import tests.planted_faithfulness as planted
+from ragwatch.judges.faithfulness import PROMPT_VERSION as FAITHFULNESS_PROMPT
 from ragwatch.judges.faithfulness import calibrations
 from tests.fake_llm_server import FakeLLMServer
 from tests.integration.conftest import write_config
@@ -102,7 +103,7 @@ def test_needs_labels_then_thirty_labels_in_the_browser_decide_the_planted_chang
     assert cli.main(["evaluate", "--config", str(path)]) == 1
     out = capsys.readouterr().out
     assert "NOT PROMOTED (needs labels" in out, out
-    shipped = calibrations.faithfulness_calibration("local/qwen2.5-coder-1.5b-instruct", "faithfulness-v5")
+    shipped = calibrations.faithfulness_calibration("local/qwen2.5-coder-1.5b-instruct", FAITHFULNESS_PROMPT)
     assert shipped is not None
     assert "faithfulness needs labels: its judge sees a drop" in out, out
     assert f"kappa {shipped.agreement.kappa:.2f}" in out, out

@@ -15,7 +15,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import re
 import socket
 import time
 import urllib.request
@@ -25,6 +24,7 @@ import pytest
 from zenml.client import Client
 
 import run as cli
+from ragwatch.judges.faithfulness.verify_evidence import prompt_statements
 from tests.fake_llm_server import FakeLLMServer, first_user_text
 from tests.integration.conftest import write_config
 from tests.review_browser import NEEDS_BROWSER, ROOT, Server, free_port, review_page
@@ -45,10 +45,10 @@ pytestmark = [
 
 
 def _judge(body: dict) -> str:
-    """Faithfulness: a check per STATEMENT fence (supported, citing sentence 1, when it mentions the
+    """Faithfulness: a check per statement (supported, citing sentence 1, when it mentions the
     local orchestrator or a hook); correctness: a stable 1-5 score per prompt."""
     text = first_user_text(body)
-    statements = re.findall(r"<<<BEGIN STATEMENT \d+>>>\n(.*?)\n<<<END", text, re.S)
+    statements = prompt_statements(text)
     if statements:  # evidence first: the first context sentence, for the statements it supports
         checks = [{"evidence": [1], "verdict": "yes"} if ("local" in s or "hook" in s) else
                   {"evidence": [], "verdict": "no"} for s in statements]

@@ -8,6 +8,7 @@ import pytest
 
 from ragwatch.decision.compare import compare_runs
 from ragwatch.decision.thresholds import GateThresholds
+from ragwatch.judges.faithfulness import PROMPT_VERSION as FAITHFULNESS_PROMPT
 from ragwatch.judges.faithfulness.calibrations import faithfulness_calibration
 from ragwatch.judges.faithfulness.level import with_level
 from ragwatch.report.summary import comparison_text
@@ -24,7 +25,7 @@ N = 30
 def _faithfulness(lexicals: list[list[float]], *, level: bool = True) -> MetricResult:
     """Items whose statements are all called supported (verdict share 1.0), with these lexical supports;
     with `level`, scored as the shipped judge scores them: the calibrated level."""
-    calibration = faithfulness_calibration("local/qwen2.5-coder-1.5b-instruct", "faithfulness-v5")
+    calibration = faithfulness_calibration("local/qwen2.5-coder-1.5b-instruct", FAITHFULNESS_PROMPT)
     assert calibration is not None and calibration.level_data
     items = []
     for i, lexical in enumerate(lexicals):
@@ -33,7 +34,7 @@ def _faithfulness(lexicals: list[list[float]], *, level: bool = True) -> MetricR
         items.append(ItemScore(item_id=f"q{i}", score=1.0, details={
             "verdicts": [v.model_dump() for v in verdicts], "judged_key": f"k{i}-{lexical}"}))
     info = MetricInfo(family="judge", judge_model="local/qwen2.5-coder-1.5b-instruct",
-                      prompt_version="faithfulness-v5", scale=(0.0, 1.0), agreement=calibration.agreement)
+                      prompt_version=FAITHFULNESS_PROMPT, scale=(0.0, 1.0), agreement=calibration.agreement)
     result = MetricResult.from_items("faithfulness", items, info=info)
     return with_level(result, calibration, resamples=100) if level else result
 

@@ -10,6 +10,7 @@ from test_judges_support import MockLLM, answer, sample
 from ragwatch.config import FullConfig
 from ragwatch.config_loader import load_config
 from ragwatch.judges import FaithfulnessJudge, build_judges, run_judges
+from ragwatch.judges.faithfulness import PROMPT_VERSION as FAITHFULNESS_PROMPT
 from ragwatch.judges.faithfulness.calibrations import faithfulness_calibration
 from ragwatch.llm.types import JUDGE_MODEL
 from ragwatch.report.summary import judge_warnings, summary_text
@@ -33,7 +34,7 @@ def test_a_config_with_only_a_corpus_gets_the_calibrated_faithfulness_judge(tmp_
     options = judges.faithfulness
     assert (options.statements, options.max_statements, options.verify) == ("sentences", 4, "evidence")
     (faithfulness,) = [j for j in build_judges(judges, llm=None) if isinstance(j, FaithfulnessJudge)]
-    shipped = faithfulness_calibration(JUDGE_MODEL, "faithfulness-v5")
+    shipped = faithfulness_calibration(JUDGE_MODEL, FAITHFULNESS_PROMPT)
     assert shipped is not None and faithfulness.calibration == shipped
     assert faithfulness.metrics["faithfulness"].agreement == shipped.agreement
     # the built-in system and the generators as shipped
@@ -51,7 +52,7 @@ def test_its_printout_shows_the_measured_agreement_not_unknown(tmp_path):
                                                      contexts=["Paris is the capital of France."])])
     assert metrics["faithfulness"].n_scored == 1
     text = summary_text(metrics, {}, None, ["faithfulness"])
-    shipped = faithfulness_calibration(JUDGE_MODEL, "faithfulness-v5")
+    shipped = faithfulness_calibration(JUDGE_MODEL, FAITHFULNESS_PROMPT)
     assert shipped is not None and f"Cohen's kappa {shipped.agreement.kappa:.2f}" in text
     assert not any("unknown" in w for w in judge_warnings(metrics))
 

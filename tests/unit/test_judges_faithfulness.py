@@ -17,6 +17,7 @@ from ragwatch.judges.faithfulness.verify import (
     split_text,
     verdicts_schema,
 )
+from ragwatch.judges.faithfulness.verify_evidence import prompt_statements
 from ragwatch.statements import statement_verdicts
 
 __all__ = ["fake_server"]
@@ -50,7 +51,7 @@ def oracle(messages):
     if sentences:  # the evidence verifier: cite the numbered sentences that hold the key word
         shown = re.findall(r"^\[(\d+)\] (.*)$", sentences[0], flags=re.M)
         checks = []
-        for st in re.findall(r"<<<BEGIN STATEMENT \d+>>>\n(.*?)\n<<<END", user, flags=re.DOTALL):
+        for st in prompt_statements(user):
             cited = [int(i) for i, text in shown if st.split()[0] in text]
             checks.append({"evidence": cited[:3], "verdict": "yes" if cited else "no"})
         return json.dumps({"checks": checks})
@@ -360,7 +361,7 @@ def test_evidence_verification_cites_sentences_and_is_one_call_per_answer(fake_s
     assert verdicts[0].evidence_text == ["Paris is the capital of France.", "Paris has the Louvre."]
     assert verdicts[0].evidence == [2, 3]
     assert verdicts[2].evidence == [] and "no context sentence" in verdicts[2].reason
-    assert result.info.prompt_version == "faithfulness-v5"
+    assert result.info.prompt_version == "faithfulness-v6"
 
 
 def test_evidence_rules_overrule_a_yes(fake_server):
@@ -368,7 +369,7 @@ def test_evidence_rules_overrule_a_yes(fake_server):
     (the claim-less one without a call); a yes citing nothing or an id never shown keeps the judge's
     verdict but the record says it cited nothing."""
     def judge(messages):
-        n = len(re.findall(r"<<<BEGIN STATEMENT \d+>>>", last_user(messages)))
+        n = len(prompt_statements(last_user(messages)))
         replies = [{"evidence": [], "verdict": "yes"}, {"evidence": [99], "verdict": "yes"},
                    {"evidence": [1], "verdict": "yes"}]
         return json.dumps({"checks": replies[:n]})
@@ -447,7 +448,7 @@ def test_the_judge_is_asked_only_where_its_reply_can_change_a_verdict(fake_serve
     sent: list[int] = []
 
     def judge(messages):
-        n = len(re.findall(r"<<<BEGIN STATEMENT \d+>>>", last_user(messages)))
+        n = len(prompt_statements(last_user(messages)))
         sent.append(n)
         return json.dumps({"checks": [{"evidence": [1], "verdict": "yes"}] * n})
 

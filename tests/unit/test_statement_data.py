@@ -4,7 +4,6 @@ verifier's features per statement, and the blind labelling packet."""
 from __future__ import annotations
 
 import json
-import re
 import sys
 from pathlib import Path
 
@@ -18,7 +17,9 @@ import labelling_packet
 import statement_features
 
 from ragwatch.judges import FaithfulnessJudge
+from ragwatch.judges.faithfulness import PROMPT_VERSION as FAITHFULNESS_PROMPT
 from ragwatch.judges.faithfulness import answer_statements as judge_split
+from ragwatch.judges.faithfulness.verify_evidence import prompt_statements
 from ragwatch.types import EvalSample, RagAnswer, RetrievedContext
 
 __all__ = ["fake_server"]
@@ -65,7 +66,7 @@ def test_features_per_statement_in_order_resuming(fake_server, tmp_path) -> None
     """Each answer's statements judged together; a number no context holds is vetoed by the rule; a
     second run judges nothing again."""
     def judge(messages):
-        n = len(re.findall(r"<<<BEGIN STATEMENT \d+>>>", last_user(messages)))
+        n = len(prompt_statements(last_user(messages)))
         return json.dumps({"checks": [{"evidence": [1], "verdict": "yes"}] * n})
 
     samples, answers = _answers()
@@ -85,7 +86,7 @@ def test_features_per_statement_in_order_resuming(fake_server, tmp_path) -> None
     assert feats[2]["rule"].startswith("not in any retrieved context") and feats[2]["absent_terms"]
     assert feats[0]["label"] == "supported" and feats[1]["label"] is None
     assert feats[0]["p_judge"] == 1.0 and 0 < feats[0]["lexical"] <= 1
-    assert feats[0]["prompt_version"] == "faithfulness-v5" and feats[0]["system"] == "S1"
+    assert feats[0]["prompt_version"] == FAITHFULNESS_PROMPT and feats[0]["system"] == "S1"
     assert feats[0]["answer_seconds"] == pytest.approx(3 * feats[0]["seconds"])
     calls = len(server.requests)
     assert calls == 2  # one call per answer

@@ -7,7 +7,7 @@ A judge whose model or prompt has no entry runs on its own P(yes) at 0.5 (or `su
 and its agreement is unknown: the printout and the gate say so.
 
 Example:
-    >>> faithfulness_calibration("gpt-4o-mini", "faithfulness-v5") is None
+    >>> faithfulness_calibration("gpt-4o-mini", "faithfulness-v6") is None
     True
 """
 
@@ -46,31 +46,31 @@ class FaithfulnessCalibration(BaseModel):
 
 
 CALIBRATIONS: tuple[FaithfulnessCalibration, ...] = (
-    # Refitted 2026-11-26 on the 300 agreed statements of three systems under test (S0, the default: the 72
-    # of data/judge_dev/rag_statements/features.jsonl; S1 and S2: 228 of
-    # data/judge_dev/rag_statements/features_new.jsonl,
-    # the reference labels of issue 35), from the judge's recorded features (no model run): logistic regression
-    # (balanced classes), cut-off of best balanced accuracy of the verdicts under the rules. The inputs are
-    # those with the best cross-fitted kappa among 14 candidates (benchmarks/verdict_refit.py): lexical support,
-    # whether the judge cited no sentence, and how many terms the cited sentences lack (positive: a statement
-    # naming terms the contexts hold is more often supported); adding the judge's P(yes) does not improve
-    # held-out agreement (judge+lexical alone: kappa 0.50 held out).
+    # Fitted 2026-11-26 for prompt faithfulness-v6 on the 300 agreed statements of three systems under test (S0,
+    # the default: the 72 of data/judge_dev/rag_statements/features.jsonl; S1 and S2: 228 of
+    # data/judge_dev/rag_statements/features_new.jsonl, the reference labels of issue 35), from the judge's
+    # features recorded with that prompt (benchmarks/statement_features.py): logistic regression, cut-off of best
+    # balanced accuracy of the verdicts under the rules. The inputs are those with the best cross-fitted kappa
+    # among 14 candidates (benchmarks/verdict_refit.py): lexical support, whether the judge cited no sentence, how
+    # many terms the cited sentences lack (positive: a statement naming terms the contexts hold is more often
+    # supported), the rules' veto (which decides those statements anyway) and the judge's P(yes), whose weight is
+    # next to nothing.
     # Agreement: leave one system out (the candidate chosen and fitted on the other two systems, measured on
     # the third, all three ways, pooled; 95% bootstrap intervals over answers). Per unseen system: S0 kappa
-    # 0.42, S1 0.64, S2 0.42; on S1+S2 the shipped model it replaces had kappa 0.48, this refit 0.54 (paired
-    # difference +0.07 [-0.04, +0.18]). `python benchmarks/verdict_refit.py --data
-    # data/judge_dev/rag_statements/features.jsonl data/judge_dev/rag_statements/features_new.jsonl
-    # --out benchmarks/results/verdict_refit.md`
+    # 0.37, S1 0.66, S2 0.45; pooled 0.52, as faithfulness-v5's 0.51 (whose prompt read 1.2x the tokens).
+    # `python benchmarks/verdict_refit.py --data data/judge_dev/rag_statements/features.jsonl
+    # data/judge_dev/rag_statements/features_new.jsonl --out benchmarks/results/verdict_refit.md`
     FaithfulnessCalibration(
         model="qwen2.5-coder-1.5b-instruct",
-        prompt_version="faithfulness-v5",
-        support_model=SupportModel(intercept=-2.1399,
-                                   weights={"lexical": 3.6135, "uncited": -0.3584, "missing_terms": 0.4301},
-                                   cutoff=0.4996),
-        agreement=JudgeAgreement(kappa=0.51, kappa_ci=(0.40, 0.62), balanced_accuracy=0.76,
-                                 balanced_accuracy_ci=(0.70, 0.81), n=300, data=RAG_STATEMENTS_HELD_OUT,
+        prompt_version="faithfulness-v6",
+        support_model=SupportModel(intercept=-2.0850,
+                                   weights={"judge_logit": 0.0129, "lexical": 3.5132, "uncited": -0.2818,
+                                            "missing_terms": 0.5542, "vetoed": -1.6143},
+                                   cutoff=0.5216),
+        agreement=JudgeAgreement(kappa=0.52, kappa_ci=(0.41, 0.62), balanced_accuracy=0.76,
+                                 balanced_accuracy_ci=(0.71, 0.81), n=300, data=RAG_STATEMENTS_HELD_OUT,
                                  labels=REFERENCE_LABELS),
-        level_data="qwen2.5-coder-1.5b-instruct__faithfulness-v5.jsonl",
+        level_data="qwen2.5-coder-1.5b-instruct__faithfulness-v6.jsonl",
         # the fingerprints of configs/evaluate.yaml (S0, the embedded default), benchmarks/systems/top1.yaml (S1)
         # and benchmarks/systems/detailed.yaml (S2) over the bundled corpus's index; a change to the default
         # system or its corpus makes it an unseen system (a wider interval, never a narrower one):

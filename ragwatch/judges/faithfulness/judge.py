@@ -55,7 +55,9 @@ from ragwatch.results import MetricInfo, MetricResult
 from ragwatch.statements import StatementVerdict
 from ragwatch.types import EvalSample, RagAnswer
 
-PROMPT_VERSION = "faithfulness-v5"  # v5: evidence first; v4: the question in verification; v3: verdict first
+# v6: the fixed instructions ahead of the data, the statements in one fence; v5: evidence first; v4: the question
+# in verification; v3: verdict first
+PROMPT_VERSION = "faithfulness-v6"
 StatementSource = Literal["llm", "sentences"]
 VerifyChoice = Literal["evidence", "batched", "per_statement"]
 

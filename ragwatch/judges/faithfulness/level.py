@@ -19,7 +19,7 @@ each labelled system out in turn. The verdict share stays in the details (`verdi
 what it is.
 
 Example:
-    >>> calibration = faithfulness_calibration("local/qwen2.5-coder-1.5b-instruct", "faithfulness-v5")  # doctest: +SKIP
+    >>> calibration = faithfulness_calibration("local/qwen2.5-coder-1.5b-instruct", PROMPT_VERSION)  # doctest: +SKIP
     >>> result = with_level(result, calibration)  # doctest: +SKIP
     >>> result.score, result.details["verdict_share"]  # doctest: +SKIP
 """
@@ -62,8 +62,9 @@ from ragwatch.statistics.level import (
 # difference of headlines. Rerun: scripts/refit_faithfulness_calibration.py.
 LEVEL_METHOD: Method = "pcc"
 # The judge's P(yes) stays in the level although dropping it changes no level figure (benchmarks/
-# faithfulness_level.py --features lexical vetoed, 2026-11-26: held-out log loss 0.527 -> 0.525, pcc cross-fitted
-# RMSE 0.081 both, unseen system 0.060 -> 0.062): it is the only feature that moves when names or numbers of the
+# faithfulness_level.py --features lexical vetoed, 2026-11-26, faithfulness-v5: held-out log loss 0.527 -> 0.525,
+# pcc cross-fitted RMSE 0.081 both, unseen system 0.060 -> 0.062; v6: log loss 0.528 -> 0.525): it is
+# the only feature that moves when names or numbers of the
 # contexts are put in the wrong place (lexical support and the veto do not), so without it the gate's paired
 # difference cannot see that change (tests/unit/test_gate_planted_faithfulness.py). A run whose judge was asked
 # only where its reply can change a verdict (the cascade, `--quick`) has no P(yes) for most statements and is

@@ -25,6 +25,7 @@ Example:
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from functools import lru_cache
 from typing import Any, Literal
@@ -51,18 +52,22 @@ NO_CLAIM = "makes no checkable claim"
 ABSENT = "not in any retrieved context"
 UNASKED = "decided without the judge: no reply of it could change the verdict"
 
+# Everything that is the same in every call is here, ahead of the data: a batch-engine slot keeps it from its
+# previous call, so only the sentences and statements are read per answer (v6: 0.6x the fresh prompt tokens of
+# v5, which fenced each statement and closed with these instructions; benchmarks/judge_speed.py)
 EVIDENCE_SYSTEM = (
     "You check statements from an answer against numbered SENTENCES taken from the documents the answer "
-    "was written from. For each STATEMENT: first list the ids of the sentences that state what it says "
-    "(at most 3; an empty list when no sentence does), then give the verdict: yes only when the cited "
-    "sentences state the whole statement, said outright or as a direct paraphrase; no when any part of "
-    "it (a name, number, default value, command, purpose or relation) is missing from those sentences, "
-    "different, or only suggested by them, and no when the statement makes no claim of its own (a "
-    "heading, a lead-in such as 'Here are the steps:', a fragment). Use only the sentences, never your "
-    "own knowledge.\n"
+    "was written from. When a QUESTION is given, the statements come from an answer to it: use it only to "
+    "tell what they refer to. For each numbered STATEMENT, in order: first list the ids of the SENTENCES "
+    "that state what it says (at most 3; an empty list when no sentence does), then give the verdict: yes "
+    "only when the cited sentences state the whole statement, said outright or as a direct paraphrase; no "
+    "when any part of it (a name, number, default value, command, purpose or relation) is missing from "
+    "those sentences, different, or only suggested by them, and no when the statement makes no claim of "
+    "its own (a heading, a lead-in such as 'Here are the steps:', a fragment). Use only the sentences, "
+    "never your own knowledge.\n"
     f"{DATA_RULE}\n"
-    'Reply with JSON only: {"checks": [{"evidence": [<ids>], "verdict": "yes" or "no"}, ...]}, one entry '
-    "per statement, in order."
+    'Reply with the JSON object only: {"checks": [{"evidence": [<ids>], "verdict": "yes" or "no"}, ...]}, '
+    "exactly one check per STATEMENT, in order."
 )
 
 
@@ -84,17 +89,26 @@ def checks_schema(n_statements: int) -> type[BaseModel]:
 
 
 def evidence_prompt(statements: Sequence[str], shown: Sequence[Sentence], question: str | None) -> str:
-    """The numbered sentences, the question (to resolve 'it'), then the numbered statements."""
-    lines = "\n".join(f"[{k}] {s.text}" for k, s in enumerate(shown, start=1))
-    parts = [fence("SENTENCES", lines)]
+    """The numbered sentences, the question (to resolve 'it'), the numbered statements, how many checks."""
+    parts = [fence("SENTENCES", "\n".join(f"[{k}] {s.text}" for k, s in enumerate(shown, start=1)))]
     if question:
-        parts += [fence("QUESTION", question),
-                  "The statements come from an answer to the QUESTION; use it only to tell what they refer to."]
-    parts += [fence(f"STATEMENT {k}", s) for k, s in enumerate(statements, start=1)]
+        parts.append(fence("QUESTION", question))
+    parts.append(fence("STATEMENTS", "\n".join(f"{k}. {s}" for k, s in enumerate(statements, start=1))))
     n = len(statements)
-    parts.append(f"Give exactly {n} check{'s' if n > 1 else ''}, one per STATEMENT in order: the evidence "
-                 "ids first, then the verdict. Reply with the JSON object only.")
+    parts.append(f"Give exactly {n} check{'s' if n > 1 else ''}.")
     return "\n".join(parts)
+
+
+def prompt_statements(prompt: str) -> list[str]:
+    """The statements of an `evidence_prompt`, in order (what a stand-in judge reads; [] when there are none)."""
+    block = re.search(r"<<<BEGIN STATEMENTS>>>\n(.*?)\n<<<END STATEMENTS>>>", prompt, flags=re.S)
+    text, out = ("\n" + block.group(1)) if block else "", []
+    while text.startswith(f"\n{len(out) + 1}. "):
+        text = text.removeprefix(f"\n{len(out) + 1}. ")
+        end = text.find(f"\n{len(out) + 2}. ")
+        out.append(text if end < 0 else text[:end])
+        text = "" if end < 0 else text[end:]
+    return out
 
 
 class EvidenceVerifier:
@@ -210,7 +224,8 @@ class EvidenceVerifier:
         if self.support_model is not None and judge_yes is not None:
             # every feature the model may read, as `features_of` records them for fitting
             p = self.support_model.predict({"p_judge": judge_yes, "lexical": lexical, "uncited": not cited,
-                                            "missing_terms": len(missing)})
+                                            "missing_terms": len(missing), "no_claim": rule == NO_CLAIM,
+                                            "absent_terms": bool(absent)})
             threshold = self.support_model.cutoff if self.threshold is None else self.threshold
         else:
             p = judge_yes if judge_yes is not None else 0.0
