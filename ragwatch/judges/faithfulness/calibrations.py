@@ -57,7 +57,7 @@ CALIBRATIONS: tuple[FaithfulnessCalibration, ...] = (
     # next to nothing.
     # Agreement: leave one system out (the candidate chosen and fitted on the other two systems, measured on
     # the third, all three ways, pooled; 95% bootstrap intervals over answers). Per unseen system: S0 kappa
-    # 0.37, S1 0.66, S2 0.45; pooled 0.52, as faithfulness-v5's 0.51 (whose prompt read 1.2x the tokens).
+    # 0.37, S1 0.66, S2 0.45; pooled 0.52, as faithfulness-v5's 0.51 (which took 1.23x the time).
     # `python benchmarks/verdict_refit.py --data data/judge_dev/rag_statements/features.jsonl
     # data/judge_dev/rag_statements/features_new.jsonl --out benchmarks/results/verdict_refit.md`
     FaithfulnessCalibration(

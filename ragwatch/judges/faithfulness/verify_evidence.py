@@ -53,9 +53,9 @@ ABSENT = "not in any retrieved context"
 UNASKED = "decided without the judge: no reply of it could change the verdict"
 
 # Everything that is the same in every call is here, ahead of the data: a batch-engine slot keeps it from its
-# previous call, so only the sentences, question and statements are read per answer (v6: 358 tokens an answer on
-# the 111 labelled answers where v5, which fenced each statement and closed with these instructions, read 427;
-# 0.81x v5's judge time side by side, benchmarks/results/judge_speed.md)
+# previous call, so only the sentences, question and statements are read per answer (v6 on the default run's
+# answers: 316 tokens a call read fresh where v5, which fenced each statement and closed with these
+# instructions, read 377; 0.81x v5's judge time side by side, benchmarks/results/judge_speed.md)
 EVIDENCE_SYSTEM = (
     "You check statements from an answer against numbered SENTENCES taken from the documents the answer "
     "was written from. When a QUESTION is given, the statements come from an answer to it: use it only to "
