@@ -3,7 +3,7 @@
 The whole way a user goes, on a temporary ZenML store: production answers are evaluated and promoted;
 a candidate that puts a number or name of its answers' own contexts in the wrong place
 (`tests/planted_faithfulness.py`: 32 of 48 answers, lexically invisible) is evaluated. Its judge is
-below `gate.min_judge_kappa` (the shipped calibration of the local 1.5B judge, kappa 0.51, which the
+below `gate.min_judge_kappa` (the shipped calibration of the local 1.5B judge, kappa 0.52, which the
 fake judge carries here) and sees a drop it cannot size: the gate says NEEDS LABELS with how many and
 the `review serve` command. That command is run, the page opened in headless Chromium, and 30 items
 labelled by clicking yes / no per statement (a careful reader's truth); `evaluate` again, as the
@@ -51,7 +51,7 @@ NEEDS = re.compile(r"label (\d+) of this run's answers .*?: python run\.py revie
 def config(tmp_path: Path, tiny_corpus: Path, monkeypatch: pytest.MonkeyPatch):
     """The config, and the flag file that switches the system to the planted answers."""
     monkeypatch.setenv("FAKE_JUDGE_KEY", "sk-fake")
-    # the fake judge stands in for the default local judge: its shipped calibration (level data, kappa 0.51)
+    # the fake judge stands in for the default local judge: its shipped calibration (level data, kappa 0.52)
     shipped = next(c for c in calibrations.CALIBRATIONS if c.level_data)
     monkeypatch.setattr(calibrations, "CALIBRATIONS", (*calibrations.CALIBRATIONS, shipped.model_copy(
         update={"model": JUDGE})))
