@@ -17,6 +17,7 @@ a time: run it alone.
 from __future__ import annotations
 
 import argparse
+import copy
 import subprocess
 import sys
 import time
@@ -90,7 +91,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.against:
         other, other_name = verifier_at(args.against, shipped), f"the evidence verifier of {args.against}"
     else:
-        other = verifier_at("HEAD", shipped)
+        other = copy.copy(shipped)
         other.cascade, other_name = True, "where its reply can change a verdict (cascade)"
     sides = {"shipped": (shipped, "as the run asks it"), "other": (other, other_name)}
     llm.generate("Say OK.", max_tokens=2)  # load the model outside the timings
