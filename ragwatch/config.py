@@ -211,15 +211,16 @@ def corpus_fingerprint(corpus: CorpusSettings) -> str:
 _GENERATION_KEYS = {"model", "api_base", "temperature", "max_tokens", "seed", "extra"}
 
 
-def content_hash(path: str | Path) -> str:
+def content_hash(path: str | Path, suffixes: tuple[str, ...] | None = None) -> str:
     """sha256 of a file's bytes, or of a directory's files (relative names and bytes, in name order:
-    a Hugging Face dataset on disk); "missing" when the path does not exist (the import says so)."""
+    a Hugging Face dataset on disk; only those ending in `suffixes` when given); "missing" when the path
+    does not exist (the import says so)."""
     p = Path(path)
     digest = hashlib.sha256()
     if p.is_file():
         digest.update(p.read_bytes())
     elif p.is_dir():
-        for file in sorted(f for f in p.rglob("*") if f.is_file()):
+        for file in sorted(f for f in p.rglob("*") if f.is_file() and (suffixes is None or f.suffix in suffixes)):
             digest.update(str(file.relative_to(p)).encode() + b"\0")
             digest.update(hashlib.sha256(file.read_bytes()).digest())
     else:
