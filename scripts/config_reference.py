@@ -1,9 +1,11 @@
 """Write docs/reference/config.md: every configuration key, its type, default and meaning, from the models.
 
-The page is generated from the pydantic models (`ragwatch/config.py` and the blocks it includes, each
-registered judge's options block, and the `run.py calibrate` config), so it cannot drift from the code:
-`tests/unit/test_config_reference.py` regenerates it and fails when the committed page differs. A key
-without a description is an error naming it (describe a field with a docstring on the line below it).
+The page is generated from the pydantic models: each file a command reads (`TOP_CONFIGS`: `full` and the
+pipelines, `run.py monitor`, `run.py calibrate`) walked through every block reachable from it, and each
+registered judge's options block, so it cannot drift from the code: `tests/unit/test_config_reference.py`
+regenerates it, fails when the committed page differs, and follows the page's links from each top
+section to every key. A key without a description is an error naming it (describe a field with a
+docstring on the line below it).
 
 Usage:
     .venv/bin/python scripts/config_reference.py            # rewrites docs/reference/config.md
@@ -31,8 +33,16 @@ from ragwatch.calibration import CalibrationSettings  # noqa: E402
 from ragwatch.config import FullConfig  # noqa: E402
 from ragwatch.judges import registry  # noqa: E402
 from ragwatch.judges.config import JudgesConfig  # noqa: E402
+from ragwatch.logs.settings import MonitorConfig  # noqa: E402
 
 OUT = ROOT / "docs" / "reference" / "config.md"
+# Every config file a command reads: (model, section title, anchor and key prefix of its blocks). The judges'
+# option blocks follow the first (they sit under `evaluate.judges`).
+TOP_CONFIGS: list[tuple[type[BaseModel], str, str]] = [
+    (FullConfig, "Top level", ""),
+    (MonitorConfig, "`run.py monitor` (its own file: `configs/monitor.yaml`)", "monitor"),
+    (CalibrationSettings, "`run.py calibrate` (its own file: `configs/calibrate.yaml`)", "calibrate"),
+]
 
 INTRO = """\
 # Configuration reference
@@ -54,27 +64,37 @@ A block's keys are listed in its own section; a block used in several places is 
 
 def render() -> str:
     """The whole page."""
+    where: dict[type[BaseModel], tuple[str, str]] = {}  # block -> (its key where described, its anchor)
     sections: list[str] = []
-    where: dict[type[BaseModel], str] = {}
-    queue: list[tuple[str, type[BaseModel]]] = [("", FullConfig)]
-    while queue:
-        path, model = queue.pop(0)
-        if model in where:
-            continue
-        where[model] = path or "(top level)"
-        rows, nested = _rows(model, path, where)
-        sections.append(_section(path, model, rows))
-        queue[0:0] = nested  # depth first, in field order: a block follows the key that holds it
-    sections.append(_judges_blocks(where))
-    calibrate_rows, _ = _rows(CalibrationSettings, "", where)
-    sections.append(_section("", CalibrationSettings, calibrate_rows,
-                             title="`run.py calibrate` (its own file: `configs/calibrate.yaml`)",
-                             anchor="calibrate"))
+    for i, (model, title, prefix) in enumerate(TOP_CONFIGS):
+        sections += _walk(model, title, prefix, where)
+        if i == 0:
+            sections.append(_judges_blocks(where))
     text = INTRO + "\n" + "\n".join(sections)
     return re.sub(r"\n{3,}", "\n\n", text).rstrip() + "\n"
 
 
-def _rows(model: type[BaseModel], path: str, where: dict[type[BaseModel], str]
+def _walk(top: type[BaseModel], title: str, prefix: str, where: dict[type[BaseModel], tuple[str, str]]
+          ) -> list[str]:
+    """The sections of `top` and of every block reachable from it not described yet, depth first in
+    field order (a block follows the key that holds it). `prefix` names a top config of its own: its
+    blocks' headings and anchors start with it, so `window` of the monitor is `monitor: window`."""
+    sections: list[str] = []
+    queue: list[tuple[str, type[BaseModel]]] = [("", top)]
+    while queue:
+        path, model = queue.pop(0)
+        if model in where:
+            continue
+        anchor = _anchor(f"{prefix} {path}")
+        where[model] = (f"{prefix}: {path}" if prefix and path else path or prefix or "(top level)", anchor)
+        rows, nested = _rows(model, path, where, prefix)
+        heading = title if not path else (f"{prefix}: `{path}`" if prefix else f"`{path}`")
+        sections.append(_section(path, model, rows, title=heading, anchor=anchor))
+        queue[0:0] = nested
+    return sections
+
+
+def _rows(model: type[BaseModel], path: str, where: dict[type[BaseModel], tuple[str, str]], prefix: str = ""
           ) -> tuple[list[tuple[str, str, str, str]], list[tuple[str, type[BaseModel]]]]:
     rows, nested = [], []
     for name, field in model.model_fields.items():
@@ -85,9 +105,10 @@ def _rows(model: type[BaseModel], path: str, where: dict[type[BaseModel], str]
         sub = _model_in(field.annotation)
         type_text = _type(field.annotation)
         if sub is not None:
-            target = where.get(sub, f"{key}[]" if _is_list(field.annotation) else key)
-            nested.append((target, sub))
-            type_text = f"{type_text} ([`{target}`](#{_anchor(target)}))"
+            own = f"{key}[]" if _is_list(field.annotation) else key
+            shown, anchor = where.get(sub, (f"{prefix}: {own}" if prefix else own, _anchor(f"{prefix} {own}")))
+            nested.append((own, sub))
+            type_text = f"{type_text} ([`{shown}`](#{anchor}))"
         default = _default(field, sub)
         if model is JudgesConfig and name == "enabled":  # registration order follows import order: sort it
             default = f"`{json.dumps(sorted(registry.default_names()))}`"
@@ -110,7 +131,7 @@ def _section(path: str, model: type[BaseModel], rows: list[tuple[str, str, str, 
     return "\n".join(lines) + "\n"
 
 
-def _judges_blocks(where: dict[type[BaseModel], str]) -> str:
+def _judges_blocks(where: dict[type[BaseModel], tuple[str, str]]) -> str:
     defaults = registry.default_names()
     out = ['<a id="judge-options"></a>', "", "## Judge options", "",
            "Every registered judge, the name to list in `evaluate.judges.enabled`, and its options block "

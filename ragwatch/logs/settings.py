@@ -21,7 +21,7 @@ NEVER_FEEDBACK_LABELS = ("faithfulness", "context_relevance", "support")
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
 
 class WindowSettings(_Strict):
@@ -30,11 +30,17 @@ class WindowSettings(_Strict):
     the first window of the log). Each is sampled to `budget` answers (seeded)."""
 
     length: str = "1d"
+    """The window's length: a number and a unit (s, m, h, d, w), e.g. 1d or 12h (`--window` overrides it)."""
     at: str | None = None
+    """When the window ends, an ISO date or time (null: the end of the last logged day, UTC)."""
     reference: str | None = None
+    """When the reference window starts, an ISO date or time (null: the first window of the log)."""
     budget: int = 200
+    """Answers judged per window, a seeded sample; metrics that need no LLM call see every answer."""
     seed: int = 0
+    """The sampling seed."""
     by_system_version: bool = True  # versions inside the window are also compared as systems
+    """Compare the system versions logged inside the window with each other too."""
 
     @field_validator("length")
     @classmethod
@@ -57,7 +63,9 @@ class DriftSettings(_Strict):
     one-sided tests, each metric at `confidence`); "undecided": neither."""
 
     tolerance: float = Field(default=0.1, gt=0, lt=1)
+    """"no drift" when the interval lies within +-tolerance, a share of the metric's scale."""
     confidence: float = Field(default=0.95, gt=0.5, lt=1)
+    """Confidence of "drift" for the whole window (Holm over its metrics) and of "no drift" per metric."""
 
 
 class FeedbackSettings(_Strict):
@@ -69,8 +77,11 @@ class FeedbackSettings(_Strict):
     the retrieved passages."""
 
     thumbs_metric: str | None = "answer_relevance/pass"
+    """The metric thumbs up/down label (null: none)."""
     rating_metric: str | None = "answer_relevance"
+    """The metric numeric ratings label, rescaled to its scale (null: none)."""
     pass_threshold: float = 4.0
+    """The answer relevance score (1-5) at or above which `answer_relevance/pass` is 1."""
 
     @field_validator("thumbs_metric", "rating_metric")
     @classmethod
@@ -87,10 +98,18 @@ class MonitorConfig(_Strict):
     PATH_KEYS: ClassVar[tuple[str, ...]] = ("logs.path", "reports_dir")
 
     logs: LogSettings
+    """The log: its path and format (relative paths: to this config file)."""
     window: WindowSettings = Field(default_factory=WindowSettings)
+    """The window evaluated, the windows it is compared with, and each one's judged sample."""
     drift: DriftSettings = Field(default_factory=DriftSettings)
+    """What counts as drift, no drift or undecided."""
     feedback: FeedbackSettings = Field(default_factory=FeedbackSettings)
+    """Which metric users' thumbs and ratings label."""
     judges: JudgesConfig = Field(default_factory=lambda: JudgesConfig(enabled=[]))
+    """The judges run on each window's sample (none by default), as `evaluate.judges`."""
     match: MatchSettings = Field(default_factory=MatchSettings)
+    """How the logged contexts are matched against relevance labels, as `evaluate.retrieval.match`."""
     model_name: str = "ragwatch-logs"  # the ZenML model that versions what the monitored log is
+    """The ZenML model that versions the monitored log's runs."""
     reports_dir: str | None = None
+    """Where the HTML reports go (default: `reports/` under the current directory)."""

@@ -1,8 +1,10 @@
-"""docs/reference/config.md is generated from the config models: it lists every key and is never stale."""
+"""docs/reference/config.md is generated from the config models: it lists every key of every config file a
+command reads (each reachable from its top section through the page's links) and is never stale."""
 
 from __future__ import annotations
 
 import importlib.util
+import re
 import subprocess
 import sys
 import typing
@@ -10,7 +12,8 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from ragwatch.config import FullConfig
+from ragwatch.judges import registry
+from ragwatch.logs.settings import MonitorConfig
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -30,27 +33,84 @@ def test_the_committed_reference_is_what_the_models_say():
                                   + done.stdout + done.stderr)
 
 
-def _blocks(model: type[BaseModel], seen: list) -> list:
-    if model not in seen:
-        seen.append(model)
-        for field in model.model_fields.values():
-            stack = [field.annotation]
-            while stack:
-                arg = stack.pop()
-                if isinstance(arg, type) and issubclass(arg, BaseModel):
-                    _blocks(arg, seen)
-                stack.extend(typing.get_args(arg))
-    return seen
+def _sections(page: str) -> dict[str, dict[str, str]]:
+    """Anchor -> {key: its table row} of every section of the page."""
+    sections: dict[str, dict[str, str]] = {}
+    rows: dict[str, str] = {}
+    for line in page.splitlines():
+        if anchor := re.fullmatch(r'<a id="([^"]+)"></a>', line.strip()):
+            rows = sections.setdefault(anchor.group(1), {})
+        elif key := re.match(r"\| `([^`]+)` \|", line):
+            rows[key.group(1)] = line
+    return sections
 
 
-def test_every_key_is_described_and_listed():
-    # the committed page: the test above checks it is what a fresh process renders (this process holds
+def _block(annotation) -> type[BaseModel] | None:
+    stack = [annotation]
+    while stack:
+        arg = stack.pop()
+        if isinstance(arg, type) and issubclass(arg, BaseModel):
+            return arg
+        stack.extend(typing.get_args(arg))
+    return None
+
+
+def _missing(model: type[BaseModel], anchor: str, sections: dict[str, dict[str, str]], seen: set) -> list[str]:
+    """Every key of `model` and of the blocks it holds that the page lacks, following the page's links
+    from the section at `anchor` as a reader would."""
+    if (model, anchor) in seen:
+        return []
+    seen.add((model, anchor))
+    if anchor not in sections:
+        return [f"{model.__name__}: no section #{anchor}"]
+    missing = []
+    for name, field in model.model_fields.items():
+        row = sections[anchor].get(name)
+        if row is None or not field.description:
+            missing.append(f"{model.__name__}.{name} has no entry (or no description) in section #{anchor}")
+            continue
+        sub = _block(field.annotation)
+        if sub is not None:
+            link = re.search(r"\]\(#([^)]+)\)", row)
+            if link is None:
+                missing.append(f"{model.__name__}.{name} holds a block but links to no section")
+            else:
+                missing += _missing(sub, link.group(1), sections, seen)
+    return missing
+
+
+def test_every_command_config_has_a_top_section():
+    # a file `run.py` or a command reads is a model given to load_config: each one is a top config of the page
+    script = _script()
+    tops = {model.__name__ for model, _, _ in script.TOP_CONFIGS}
+    read = set()
+    for folder in ("run.py", "orchestration", "ragwatch", "pipelines", "steps"):
+        for file in [ROOT / folder] if folder.endswith(".py") else (ROOT / folder).rglob("*.py"):
+            code = "\n".join(line for line in file.read_text(encoding="utf-8").splitlines() if ">>>" not in line)
+            read |= set(re.findall(r"load_config\([^,()]+,\s*([A-Z]\w+)", code))  # a class, not a docstring's
+    assert {"FullConfig", "MonitorConfig", "CalibrationSettings"} <= read
+    assert read <= tops, f"config models read by a command but not in the reference: {sorted(read - tops)}"
+
+
+def test_every_key_of_every_config_is_on_the_page():
+    # the committed page: the first test checks it is what a fresh process renders (this process holds
     # judges other tests registered)
     page = (ROOT / "docs" / "reference" / "config.md").read_text(encoding="utf-8")
-    for model in _blocks(FullConfig, []):
-        if not model.__module__.startswith("ragwatch."):  # a judge some other test registered, not a user's
-            continue
-        for name, field in model.model_fields.items():
-            assert field.description, f"{model.__name__}.{name} has no description"
-            assert f"| `{name}` |" in page, f"{model.__name__}.{name} is missing from the reference"
-    assert "### `evaluate.judges.faithfulness`" in page  # judges' option blocks too
+    sections = _sections(page)
+    missing: list[str] = []
+    for model, _, prefix in _script().TOP_CONFIGS:
+        missing += _missing(model, prefix or "top-level", sections, set())
+    script = _script()
+    for name in registry.names():
+        spec = registry.spec(name)
+        if spec.module.startswith("ragwatch."):  # not a judge some other test registered
+            missing += _missing(spec.options, script._anchor(f"evaluate.judges.{name}"), sections, set())
+    assert not missing, "\n".join(missing)
+    assert "window" in sections["monitor"] and "tolerance" in sections["monitor-drift"]
+
+
+def test_a_key_without_an_entry_fails(monkeypatch):
+    page = (ROOT / "docs" / "reference" / "config.md").read_text(encoding="utf-8")
+    without = page.replace("| `tolerance` |", "| tolerance |")
+    assert _missing(MonitorConfig, "monitor", _sections(without), set()) == [
+        "DriftSettings.tolerance has no entry (or no description) in section #monitor-drift"]
