@@ -2,9 +2,10 @@
 
 A file may start with `include: [other.yaml, ...]` (paths relative to it): the included files are
 merged first, then the file's own keys override them, recursively for mappings. Unknown keys are
-errors that name the key and the file. `read_yaml(..., sources={})` also records which file set
-each key (its provenance: `python run.py config show`). Relative paths under the model's `PATH_KEYS` (dotted keys;
-lists are walked) resolve against the directory of the file that sets them, before merging.
+errors that name the key, the file, the nearest known key of its block ("did you mean 'top_k'?") and the
+page of every key (`docs/reference/config.md`). `read_yaml(..., sources={})` also records which file set
+each key (its provenance: `python run.py config show`). Relative paths under the model's `PATH_KEYS`
+(dotted keys; lists are walked) resolve against the directory of the file that sets them, before merging.
 
 Example:
     >>> from ragwatch.config import EvaluateConfig
@@ -13,6 +14,9 @@ Example:
 
 from __future__ import annotations
 
+import difflib
+import re
+import typing
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TypeVar
@@ -132,23 +136,71 @@ def _check_keys(data: Any, path: Path, where: str = "") -> None:
             _check_keys(item, path, where)
 
 
-def describe_validation_error(exc: ValidationError, source: str) -> str:
-    """One line per problem, naming the dotted key: `evaluate.judges.foo: unknown key`."""
+REFERENCE_PAGE = "docs/reference/config.md"
+
+
+def describe_validation_error(exc: ValidationError, source: str, model: type[BaseModel] | None = None) -> str:
+    """One line per problem, naming the dotted key: `evaluate.system.rag.topk: unknown key; did you mean
+    'top_k'?`. With `model`, an unknown key is matched against the keys its block knows."""
     lines = []
+    unknown_keys = False
     for error in exc.errors():
-        key = ".".join(str(part) for part in error["loc"]) or "(top level)"
+        loc = error["loc"]
+        key = ".".join(str(part) for part in loc) or "(top level)"
         if error["type"] == "extra_forbidden":
-            lines.append(f"{key}: unknown key (check the spelling; see the defaults in ragwatch/config.py)")
+            known = _known_keys(model, loc[:-1]) if model is not None else []
+            lines.append(f"{key}: unknown key{_suggestion(str(loc[-1]), known)}")
+            unknown_keys = True
+        elif (unknown := re.match(r"(?:Value error, )?unknown key '([^']+)'", error["msg"])) is not None:
+            # a block that takes extra keys says which it knows (judges: its fields and the judges' names)
+            known = [name for name in re.findall(r"'(\w+)'", error["msg"]) if name != unknown.group(1)]
+            lines.append(f"{key}: {error['msg']}{_suggestion(unknown.group(1), known, listed=True)}")
+            unknown_keys = True
         else:
             lines.append(f"{key}: {error['msg']}")
+    if unknown_keys:
+        lines.append(f"every key, its type and default: {REFERENCE_PAGE}")
     return f"{source}: invalid configuration\n  " + "\n  ".join(lines)
+
+
+def _suggestion(wrong: str, known: Sequence[str], *, listed: bool = False) -> str:
+    """"; did you mean 'top_k'?" for the nearest known key, else the keys this block knows (unless the
+    message lists them)."""
+    close = difflib.get_close_matches(wrong, known, n=1, cutoff=0.6) or difflib.get_close_matches(
+        wrong.lower().replace("-", "_"), known, n=1, cutoff=0.6)
+    if close:
+        return f"; did you mean {close[0]!r}?"
+    return f"; the keys here: {', '.join(known)}" if known and not listed else ""
+
+
+def _known_keys(model: type[BaseModel], loc: Sequence[int | str]) -> list[str]:
+    """The keys of the block at `loc` in `model` (list indices and optional blocks are walked through)."""
+    block: type[BaseModel] | None = model
+    for part in loc:
+        if block is None:
+            return []
+        if isinstance(part, int):
+            continue
+        field = block.model_fields.get(part)
+        block = _block_in(field.annotation) if field is not None else None
+    return list(block.model_fields) if block is not None else []
+
+
+def _block_in(annotation: Any) -> type[BaseModel] | None:
+    """The config block a field holds (directly, optionally or as a list), if any."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    for arg in typing.get_args(annotation):
+        if (found := _block_in(arg)) is not None:
+            return found
+    return None
 
 
 def validate_config(data: dict[str, Any], model: type[ConfigT], source: str = "config") -> ConfigT:
     try:
         return model.model_validate(data)
     except ValidationError as exc:
-        raise ConfigError(describe_validation_error(exc, source)) from None
+        raise ConfigError(describe_validation_error(exc, source, model)) from None
 
 
 def load_config(
