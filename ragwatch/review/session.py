@@ -128,18 +128,28 @@ class ReviewSession:
         if task is None:
             raise ValueError(f"item {item_id!r} has no {metric!r} to label; it has "
                              f"{[t.metric for t in item.tasks]}")
+        if seen is not None and (isinstance(seen, bool) or not isinstance(seen, int)):
+            raise ValueError(f"seen is the seq of the label the tab showed (a whole number), not {seen!r:.40}")
         marks: list[int] | None = None
         if task.kind == "statements":
-            if statements is None or len(statements) != len(task.statements):
+            if not isinstance(statements, list | tuple) or len(statements) != len(task.statements):
                 raise ValueError(f"{metric} is labelled statement by statement: send {len(task.statements)} "
-                                 "yes/no marks")
-            if any(s not in (0, 1, True, False) for s in statements):
+                                 "yes/no marks (statements: a list of 1 or 0)")
+            if any(not isinstance(s, bool | int | float) or s not in (0, 1) for s in statements):
                 raise ValueError("a statement mark is 1 (supported) or 0 (not supported)")
             marks = [int(s) for s in statements]
             value = sum(marks) / len(marks)
+        elif value is None:
+            raise ValueError(f"{metric} is labelled with one value: send value")
+        elif isinstance(value, int) and not isinstance(value, bool) and abs(value) > 10**15:
+            raise ValueError("value is far outside the metric's scale")  # float() of a huge int would overflow
+        elif not isinstance(value, bool | int | float | str):
+            raise ValueError(f"value is a number (or yes/no), not a {type(value).__name__}")
         labels, problems = self._validate([(0, self._row(item, metric, value))])
         if problems:
             raise ValueError(str(problems[0]).removeprefix("line 0, "))
+        if not labels:  # an empty value is "not labelled" in a file; on the page it is a mistake
+            raise ValueError(f"{metric} is labelled with one value: send value")
         draft = LabelEvent(kind="label", tab=tab, item_id=item_id, metric=metric, value=labels[0].value,
                            statements=marks, stratum=item.stratum, inclusion_prob=item.inclusion_prob,
                            reviewer=self.reviewer)

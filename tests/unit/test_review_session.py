@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import socket
 import threading
+import time
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -236,3 +237,87 @@ def test_the_reading_aid_comes_from_the_statement_alone(tmp_path: Path) -> None:
     assert hints == b.item_view(0)["tasks"][0]["hints"]
     first = hints[1][0]
     assert CONTEXT[first["start"]:first["end"]] == "A failure hook runs when a step fails."
+
+
+def _raw(port: int, request: bytes, *, timeout: float = 10.0) -> tuple[int, dict]:
+    """Send `request` as it is over a new connection; the status and JSON answer (read to EOF)."""
+    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as sock:
+        sock.sendall(request)
+        answer = b""
+        while chunk := sock.recv(65536):
+            answer += chunk
+    head, _, body = answer.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1."), answer[:200]  # answered, not dropped
+    return int(head.split()[1]), json.loads(body)
+
+
+def _post(path: str, body: bytes, headers: dict[str, str]) -> bytes:
+    lines = [f"POST {path} HTTP/1.1", "Host: 127.0.0.1", "Content-Type: application/json",
+             *(f"{k}: {v}" for k, v in headers.items())]
+    return ("\r\n".join(lines) + "\r\n\r\n").encode() + body
+
+
+def test_every_malformed_request_gets_an_answer_and_the_server_stays_up(tmp_path: Path) -> None:
+    session = _session(tmp_path, metrics=["faithfulness", "correctness"])
+    server = make_server(0, read_timeout_s=1.0)
+    attach(server, ReviewApp(session))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    port = server.server_address[1]
+    item = session.items[0].item_id
+
+    def label(**fields) -> bytes:
+        body = json.dumps({"tab": "t", "item_id": item, **fields}).encode()
+        return _post("/api/label", body, {"Content-Length": str(len(body))})
+
+    nested = b'{"tab": ' + b"[" * 30_000 + b"]" * 30_000 + b"}"
+    big = json.dumps({"tab": "t", "pad": "x" * (200 * 1024)}).encode()
+    cases = {
+        "statements is a number": (label(metric="faithfulness", statements=3), 400, "send 2 yes/no marks"),
+        "statements is text": (label(metric="faithfulness", statements="10"), 400, "send 2 yes/no marks"),
+        "a mark is a list": (label(metric="faithfulness", statements=[[1], 0]), 400, "1 (supported) or 0"),
+        "value is an object": (label(metric="correctness", value={"a": 1}), 400, "not a dict"),
+        "value is missing": (label(metric="correctness"), 400, "send value"),
+        "value is empty": (label(metric="correctness", value=""), 400, "send value"),
+        "value is a huge integer": (label(metric="correctness", value=10**400), 400, "outside the metric's scale"),
+        "seen is text": (label(metric="correctness", value=3, seen="x"), 400, "seen is the seq"),
+        "30,000 nested brackets": (_post("/api/label", nested, {"Content-Length": str(len(nested))}), 400,
+                                   "nests too deeply"),
+        "Content-Length: abc": (_post("/api/label", b"{}", {"Content-Length": "abc"}), 400,
+                                "Content-Length 'abc' is not the body's size"),
+        "Content-Length: -1": (_post("/api/label", b'{"tab": "t"}', {"Content-Length": "-1"}), 400,
+                               "Content-Length '-1' is not the body's size"),
+        "two Content-Lengths": (_post("/api/undo", b"{}", {"Content-Length": "2", "content-length": "3"}), 400,
+                                "conflicting Content-Length"),
+        "a chunked body": (_post("/api/undo", b"2\r\n{}\r\n0\r\n\r\n", {"Transfer-Encoding": "chunked"}), 411,
+                           "Content-Length"),
+        "not JSON": (_post("/api/undo", b"{tab", {"Content-Length": "4"}), 400, "not JSON"),
+        "not UTF-8": (_post("/api/undo", b'"\xff"', {"Content-Length": "3"}), 400, "not UTF-8"),
+        "a JSON list": (_post("/api/undo", b"[1]", {"Content-Length": "3"}), 400, "not a list"),
+        "a body larger than the cap": (_post("/api/skip", big, {"Content-Length": str(len(big))}), 413,
+                                       "request too large"),
+        "a body shorter than announced": (_post("/api/undo", b'{"tab"', {"Content-Length": "100"}), 408,
+                                          "100 bytes announced, then nothing more for 1 s"),
+    }
+    try:
+        for name, (request, status, reason) in cases.items():
+            started = time.monotonic()
+            got, answer = _raw(port, request)
+            assert (got, reason in answer["error"]) == (status, True), (name, got, answer)
+            assert time.monotonic() - started < 5.0, name  # answered at once (the stalled body: after 1 s)
+        # a client that never sends its body is cut off by the read timeout, answered 408
+        with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+            sock.sendall(_post("/api/undo", b"", {"Content-Length": "10"}))
+            assert sock.recv(65536).startswith(b"HTTP/1.0 408")
+        # still up: a good label is stored
+        body = json.dumps({"tab": "t", "item_id": item, "metric": "correctness", "value": 3}).encode()
+        status, answer = _raw(port, _post("/api/label", body, {"Content-Length": str(len(body))}))
+        assert status == 200 and answer["event"]["value"] == 3.0
+        assert len(replay(session.log.events()).current) == 1  # none of the bad requests wrote a label
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_the_read_timeout_must_be_positive() -> None:
+    with pytest.raises(ValueError, match="read_timeout_s must be > 0"):
+        make_server(0, read_timeout_s=0)
