@@ -12,7 +12,8 @@ For each metric scored in both windows, the difference of means `new - old` gets
   No multiplicity correction: a metric's "no drift" is wrong at most `alpha` of the time, and so is
   "no drift on every metric" (an intersection-union test: it is wrong only if some metric's is).
 - "undecided": neither; the note says how many answers per window would decide
-  (`ragwatch.logs.drift_size`), or fewer than 2 scored answers in a window.
+  (`ragwatch.logs.drift_size`: always more than the windows already hold), or that more answers would
+  not (the difference seen is within the noise at any size), or fewer than 2 scored answers in a window.
 
 Example:
     >>> cmp = compare_windows(today.metrics, yesterday.metrics, DriftSettings(), label="vs previous window")
@@ -28,7 +29,7 @@ import numpy as np
 from pydantic import BaseModel, Field
 
 from ragwatch.fmt import fmt_num, fmt_signed
-from ragwatch.logs.drift_size import answers_to_decide, round_up
+from ragwatch.logs.drift_size import MAX_ANSWERS, Seen, answers_to_decide, round_up
 from ragwatch.logs.settings import DriftSettings
 from ragwatch.results import MetricResult
 from ragwatch.statistics.intervals import unpaired_diff_interval
@@ -83,6 +84,8 @@ class DriftComparison(BaseModel):
             verdict = r.verdict + (f" ({r.direction})" if r.direction else "")
             if r.verdict == "undecided" and r.answers_to_decide:
                 verdict += f": {_decide_phrase(r)} would decide"
+            elif r.verdict == "undecided" and r.diff is not None:
+                verdict += ": more answers would not decide (within the noise)"
             level = f"{r.level:.1%}" if r.diff is not None else "-"
             lines.append(f"  {r.metric[:32]:<32} {fmt_num(r.new_score):>7} {fmt_num(r.old_score):>7} {interval:>26} "
                          f"{level:>6} {f'{r.n_new}/{r.n_old}':>10}  {verdict}")
@@ -159,7 +162,7 @@ def decide(pairs: dict[str, Pair], settings: DriftSettings) -> list[DriftRow]:
             row.answers_to_decide = _to_decide(pair, row, alpha, alpha / max(k, 1))
             row.note = (f"the interval reaches past the tolerance +-{fmt_num(row.tolerance)}: "
                         + (f"{_decide_phrase(row)} would decide (80% of the time, at the difference and spread seen)"
-                           if row.answers_to_decide else "more answers would decide"))
+                           if row.answers_to_decide else _no_size(row)))
     return list(rows.values())
 
 
@@ -187,6 +190,20 @@ def _holm(pairs: dict[str, Pair], rows: dict[str, DriftRow], pending: list[str],
 
 
 def _to_decide(pair: Pair, row: DriftRow, alpha: float, alpha_drift: float) -> int | None:
-    n = answers_to_decide(var_new=float(pair.new.var(ddof=1)), var_old=float(pair.old.var(ddof=1)),
-                          diff=row.diff or 0.0, tolerance=row.tolerance, alpha=alpha, alpha_drift=alpha_drift)
+    """The answers per window that would decide, from the intervals these windows gave (never fewer
+    than they hold); None when no size would."""
+    diff = row.diff or 0.0
+    _, low, high = unpaired_diff_interval(pair.new, pair.old, confidence=1 - 2 * alpha, scale=pair.scale)
+    _, d_low, d_high = unpaired_diff_interval(pair.new, pair.old, confidence=1 - alpha_drift, scale=pair.scale)
+    seen = Seen(n_new=pair.new.size, n_old=pair.old.size,
+                half_drift=diff - d_low if diff >= 0 else d_high - diff,  # the side that would have to pass 0
+                half_same=max(diff - low, high - diff))
+    n = answers_to_decide(var_new=float(pair.new.var(ddof=1)), var_old=float(pair.old.var(ddof=1)), diff=diff,
+                          tolerance=row.tolerance, alpha=alpha, alpha_drift=alpha_drift, seen=seen)
     return round_up(n) if n else None
+
+
+def _no_size(row: DriftRow) -> str:
+    """Why more answers would not decide: the difference is within the noise at any window size."""
+    return (f"the difference seen ({fmt_signed(row.diff)}) is within the noise: more answers would not decide "
+            f"(no window up to {MAX_ANSWERS:,} answers would)")

@@ -10,8 +10,8 @@ import random
 import numpy as np
 import pytest
 
-from ragwatch.logs.drift import Pair, compare_windows, decide
-from ragwatch.logs.drift_size import answers_to_decide, decide_probability, round_up
+from ragwatch.logs.drift import DriftComparison, DriftRow, Pair, compare_windows, decide
+from ragwatch.logs.drift_size import Seen, answers_to_decide, decide_probability, round_up
 from ragwatch.logs.settings import DriftSettings
 from ragwatch.results import ItemScore, MetricInfo, MetricResult
 from ragwatch.statistics.intervals import unpaired_diff_interval
@@ -138,3 +138,52 @@ def test_a_judged_metric_asks_for_a_larger_budget_not_a_longer_window():
     row = compare_windows({"answer_relevance": new}, {"answer_relevance": old}).rows[0]
     assert row.verdict == "undecided" and row.judged and row.tolerance == pytest.approx(0.4)
     assert "judged answers per window (window.budget) would decide" in row.note
+
+
+def test_the_size_that_would_decide_is_never_below_the_windows_size():
+    """A window of 5 answers that read undecided never hears "~4 answers would decide": the normal
+    approximation is widened to the intervals the windows gave, and the size named exceeds them. Swept
+    over small windows of binary, Likert and continuous scores."""
+    pairs = {"all_ones": Pair(np.ones(5), np.array([1.0, 0.0, 0.0, 0.0, 0.0]), UNIT),
+             "x": Pair(np.array([0.1, 0.5, 0.9, 0.3, 0.7]), np.array([0.2, 0.6, 0.4, 0.8, 0.5]), UNIT),
+             "y": Pair(np.array([0.3, 0.5, 0.6, 0.2, 0.9]), np.array([0.4, 0.1, 0.7, 0.5, 0.6]), UNIT)}
+    row = decide(pairs, DriftSettings())[0]
+    assert row.verdict == "undecided" and row.diff_low is not None and row.diff_low > 0  # shown at 90%, not by Holm
+    assert row.answers_to_decide is not None and row.answers_to_decide > 5
+    rng = np.random.default_rng(0)
+    undecided = 0
+    for rep in range(300):
+        n = int(rng.integers(3, 40))
+        kind = rep % 3
+        if kind == 0:
+            new, old, scale = _binary(rng, rng.random(), n), _binary(rng, rng.random(), n), UNIT
+        elif kind == 1:
+            new, old, scale = rng.integers(1, 6, n).astype(float), rng.integers(1, 6, n).astype(float), (1.0, 5.0)
+        else:
+            new, old, scale = rng.random(n), np.clip(rng.random(n) + rng.normal(0, 0.2), 0, 1), UNIT
+        for r in decide({"m": Pair(new, old, scale), "z": Pair(rng.random(n), rng.random(n), UNIT)}, DriftSettings()):
+            if r.verdict == "undecided":
+                undecided += 1
+                assert r.answers_to_decide is not None and r.answers_to_decide > max(r.n_new, r.n_old), r
+    assert undecided > 300  # the sweep reached the rule it checks
+
+
+def test_windows_without_spread_are_extrapolated_from_their_intervals():
+    """Five identical scores a window are undecided (four identical scores do not claim certainty); the
+    size named is larger, and two windows of that size read "no drift"."""
+    row = decide({"m": Pair(np.ones(5), np.ones(5), UNIT)}, DriftSettings())[0]
+    assert row.verdict == "undecided" and row.answers_to_decide is not None and row.answers_to_decide > 5
+    n = row.answers_to_decide
+    assert decide({"m": Pair(np.ones(n), np.ones(n), UNIT)}, DriftSettings())[0].verdict == "no drift"
+
+
+def test_when_more_answers_would_not_decide_it_says_so():
+    """No size decides a difference of exactly 0 against a tolerance of 0: None, and the verdict says
+    more answers would not decide instead of naming a size."""
+    assert answers_to_decide(var_new=0.2, var_old=0.2, diff=0.0, tolerance=0.0, alpha=0.05, alpha_drift=0.05,
+                             seen=Seen(n_new=10, n_old=10, half_drift=0.3, half_same=0.25)) is None
+    row = DriftRow(metric="m", new_score=0.5, old_score=0.5, diff=0.0, diff_low=-0.2, diff_high=0.2, n_new=10,
+                   n_old=10)
+    text = DriftComparison(label="vs previous window", new_window="a", old_window="b", confidence=0.95,
+                           rows=[row]).text()
+    assert "undecided: more answers would not decide (within the noise)" in text and "would decide" not in text
