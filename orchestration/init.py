@@ -4,7 +4,11 @@ It asks (or takes `--docs`, `--labels`, `--system`, `--out`; it never asks when 
 stdin is not a terminal), writes a commented YAML file whose paths are relative to it, checks it with
 `ragwatch.preflight` before it is written (a path that does not exist or a labelled set that cannot
 be read is answered at once, and nothing is written), and prints the commands to estimate and run it.
-Everything it leaves out is the shipped default (ragwatch/config.py).
+It also writes what the docs say a user must set: the labelled set's `relevance_kind`, read off the
+values its `relevant` column holds (file names of the documents, URLs, chunk ids or passages), and a
+`model_name` of the project's own (the config's directory, slugified), so that two projects on one
+ZenML store never share a history. Everything it leaves out is the shipped default
+(docs/reference/config.md).
 
 Example:
     >>> answers = InitAnswers(docs=["docs/"], system="http:http://127.0.0.1:8000/rag")
@@ -13,14 +17,18 @@ Example:
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import sys
-from collections.abc import Callable
+from collections import Counter
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ragwatch.config_loader import ConfigError
 from ragwatch.preflight import preflight
+from ragwatch.retrieval.matching import DOCUMENT_EXTENSIONS, CorpusLabels, MatchSettings
 
 # the column names labelled sets commonly use, per field this project reads (ragas, LlamaIndex, HF sets)
 COLUMN_ALIASES = {
@@ -30,6 +38,12 @@ COLUMN_ALIASES = {
     "contexts": ("reference_contexts", "contexts", "context", "retrieved_contexts", "passages", "reference_context"),
     "relevant": ("relevant", "relevant_docs", "source", "source_document", "document", "url"),
 }
+# a config kept in a folder of configs belongs to the folder above it
+GENERIC_DIRS = {"config", "configs", "conf", ".ragwatch"}
+# ids of chunks: ragwatch's (sha256 prefixes), UUIDs (LlamaIndex node ids) and other long hex digests
+CHUNK_ID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|[0-9a-f]{16,64}", re.I)
+KIND_WORDS = {"document": "files of your documents", "url": "web addresses", "chunk_id": "chunk ids",
+              "text": "passages of text"}
 
 
 @dataclass
@@ -39,6 +53,7 @@ class InitAnswers:
     docs: list[str] = field(default_factory=list)
     labels: str | None = None
     system: str = "builtin"
+    model_name: str | None = None  # None: the project's, from the config's directory (`project_model_name`)
 
 
 def parse_system(system: str) -> dict[str, object]:
@@ -78,6 +93,66 @@ def labels_import(path: Path) -> dict[str, object]:
     return {"format": suffix[1:], "columns": columns}
 
 
+def project_model_name(out: Path) -> str:
+    """The ZenML model of a project's system: the name of the directory the config is written to (the one
+    above it when that is a folder of configs), slugified: `~/acme support/ragwatch.yaml` -> `acme-support`."""
+    folder = out.expanduser().resolve().parent
+    if folder.name.lower() in GENERIC_DIRS and folder.parent != folder:
+        folder = folder.parent
+    return re.sub(r"[^a-z0-9]+", "-", folder.name.lower()).strip("-") or "my-rag"
+
+
+def value_kind(value: str, corpus: CorpusLabels) -> str | None:
+    """The relevance kind one `relevant` value looks like: a URL, a file of the corpus (`corpus`, the
+    labels its files match), a chunk id, a passage, a file name of no corpus file; None: none of them."""
+    text = value.strip()
+    if "://" in text:
+        return "url"
+    if corpus.looks_like(text) == "document":
+        return "document"
+    if CHUNK_ID.fullmatch(text):
+        return "chunk_id"
+    if len(text.split()) >= 5:
+        return "text"
+    if " " not in text and ("/" in text or text.lower().endswith(DOCUMENT_EXTENSIONS)):
+        return "document"  # a file name, of no file given: the import's check names it
+    return None
+
+
+def infer_relevance_kind(entry: dict[str, object], docs: Sequence[str]) -> tuple[str, str] | None:
+    """`(relevance_kind, why)` for a labelled set (a `testset.imports` entry, its path absolute) from the
+    values of its `relevant` column, each read as `value_kind` against the files of `docs`; the kind most
+    values have wins. None when the set has no such column (or no value in it)."""
+    from ragwatch.corpus.files import expand_paths
+    from ragwatch.evalset.imported import ColumnMap, DatasetImportError, ImportSettings, import_dataset
+
+    columns = entry.get("columns")
+    if entry.get("format") not in ("jsonl", "csv") or not isinstance(columns, dict) or not columns.get("relevant"):
+        return None
+    # the reference passages are not read: they would count as `text` values of rows that name none
+    settings = ImportSettings(format=entry["format"], path=str(entry["path"]), relevance_kind="text",
+                              columns=ColumnMap(**{**columns, "contexts": None}))
+    try:
+        samples = import_dataset(settings).samples
+    except (DatasetImportError, ValueError):
+        return None  # preflight reads the set again and says what is wrong with it
+    values = [item.value for sample in samples for item in sample.relevant]
+    if not values:
+        return None
+    corpus = CorpusLabels(MatchSettings(), [source for _, source in expand_paths(docs, None, [])])
+    kinds = Counter(value_kind(v, corpus) for v in values)
+    known = Counter({k: n for k, n in kinds.items() if k is not None})
+    if not known:
+        return None
+    kind, n = known.most_common(1)[0]
+    column = columns["relevant"]
+    why = f"of the {len(values)} value(s) in column {column!r}, {n} read as {KIND_WORDS[kind]}"
+    if len(known) > 1:
+        others = ", ".join(f"{m} {k}" for k, m in known.most_common()[1:])
+        why += f" ({others}: name those rows' kind in a `relevant_kind` column)"
+    return kind, why
+
+
 def _relative(path: str, base: Path) -> str:
     resolved = Path(path).expanduser().resolve()
     try:
@@ -93,13 +168,15 @@ def render(answers: InitAnswers, out: Path) -> str:
     base = out.parent.resolve()
     docs = [_relative(d, base) for d in answers.docs]
     rag = parse_system(answers.system)
+    model_name = answers.model_name or project_model_name(out)
+    name_text = model_name if re.fullmatch(r"[a-z0-9][a-z0-9_-]*", model_name) else json.dumps(model_name)
 
     def block(data: object) -> str:
         return yaml.safe_dump(data, default_flow_style=True, sort_keys=False, width=200).strip()
 
     lines = [
         "# ragwatch config written by `run.py init`. Every key left out is the shipped default",
-        "# (ragwatch/config.py): the local models, offline; the calibrated faithfulness judge.",
+        "# (every key: docs/reference/config.md): the local models, offline; the calibrated faithfulness judge.",
         "# Paths are relative to this file.",
         "ingest:",
         "  corpus:",
@@ -107,10 +184,19 @@ def render(answers: InitAnswers, out: Path) -> str:
         "testset:",
     ]
     if answers.labels:
-        entry = {**labels_import(Path(answers.labels).expanduser()), "path": _relative(answers.labels, base)}
+        labels = Path(answers.labels).expanduser()
+        entry = labels_import(labels)
+        inferred = infer_relevance_kind({**entry, "path": labels}, answers.docs)
+        entry["path"] = _relative(answers.labels, base)
         lines += [
             "  # questions generated from your documents too: set true (one call per sampled chunk)",
             "  synthetic: false",
+        ]
+        if inferred is not None:
+            entry["relevance_kind"] = inferred[0]
+            lines.append(f"  # relevance_kind: {inferred[0]}: {inferred[1]} (the kinds: document, url, chunk_id, "
+                         "text)")
+        lines += [
             "  imports:",
             f"    - {block(entry)}",
             "  # rows with a source passage but no answer get a reference answer written from it",
@@ -125,6 +211,7 @@ def render(answers: InitAnswers, out: Path) -> str:
     lines += [
         "evaluate:",
         "  system:",
+        f"    model_name: {name_text}   # the ZenML model that keeps this system's history (its baselines)",
         f"    rag: {block(rag)}",
     ]
     if rag["kind"] == "http":

@@ -70,7 +70,7 @@ class MatchSettings(BaseModel):
 
 
 _TOKEN = re.compile(r"\w+")
-_EXTENSIONS = (".md", ".mdx", ".markdown", ".html", ".htm", ".xhtml", ".txt", ".pdf", ".docx", ".rst", ".ipynb")
+DOCUMENT_EXTENSIONS = (".md", ".mdx", ".markdown", ".html", ".htm", ".xhtml", ".txt", ".pdf", ".docx", ".rst", ".ipynb")
 
 
 @lru_cache(maxsize=65536)
@@ -85,7 +85,7 @@ def normalize_path(value: str) -> tuple[str, ...]:
     segments = [s for s in text.split("/") if s and s != "."]
     if segments:
         last = segments[-1]
-        for ext in _EXTENSIONS:
+        for ext in DOCUMENT_EXTENSIONS:
             if last.endswith(ext) and len(last) > len(ext):
                 last = last[: -len(ext)]
                 break

@@ -8,10 +8,20 @@ from pathlib import Path
 
 import pytest
 
-from orchestration.init import InitAnswers, ask, init_command, labels_import, parse_system, write_config
+from orchestration.init import (
+    InitAnswers,
+    ask,
+    init_command,
+    labels_import,
+    parse_system,
+    project_model_name,
+    value_kind,
+    write_config,
+)
 from ragwatch.config_loader import ConfigError
 from ragwatch.estimate import estimate_pipeline, format_estimate
 from ragwatch.preflight import preflight
+from ragwatch.retrieval.matching import CorpusLabels, MatchSettings
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -42,6 +52,9 @@ def test_init_writes_a_config_that_preflights_and_estimates(project, capsys):
     (imported,) = config.testset.imports
     assert imported.columns.question == "query" and imported.columns.reference_answer == "ground_truth"
     assert not config.testset.synthetic
+    # no `relevant` column: nothing to read a relevance kind from; the model is the project's, not the sample's
+    assert "relevance_kind" not in text
+    assert config.evaluate.system.model_name == project_model_name(out) == project.name.lower().replace("_", "-")
     estimate = estimate_pipeline("full", config)
     # the HTTP system answers outside ragwatch, but its answers are judged: faithfulness's calls are counted
     judge_calls = sum(r.calls for r in estimate.rows if r.role == "judge")
@@ -87,3 +100,62 @@ def test_init_asks_on_a_terminal(project):
     replies = iter(["", "mine/docs", "", "http:http://127.0.0.1:9/rag"])
     answers = ask(lambda _: next(replies))
     assert answers == InitAnswers(docs=["mine/docs"], labels=None, system="http:http://127.0.0.1:9/rag")
+
+
+ORCHESTRATORS = ROOT / "data" / "sample" / "zenml_docs" / "component-guide" / "orchestrators"
+
+
+def _labelled(project: Path, relevant: list) -> Path:
+    path = project / "mine" / "labelled.jsonl"
+    path.write_text("".join(json.dumps({"question": f"Question {i}?", "answer": "An answer.", "relevant": r}) + "\n"
+                            for i, r in enumerate(relevant)), encoding="utf-8")
+    return path
+
+
+def test_init_reads_the_relevance_kind_off_the_labelled_file(project):
+    docs = project / "mine" / "docs"
+    for name in ("airflow.md", "kubeflow.md", "tekton.md"):
+        shutil.copy(ORCHESTRATORS / name, docs)
+    # document names as a team writes them: a file name, a stem, a path tail; a list or a plain string
+    labels = _labelled(project, [["local.md"], "airflow", ["orchestrators/kubeflow.md", "tekton.md"]])
+    out = write_config(InitAnswers(docs=["mine/docs"], labels=str(labels)), project / "ragwatch.yaml")
+    text = out.read_text(encoding="utf-8")
+    assert "relevance_kind: document" in text
+    assert "of the 4 value(s) in column 'relevant', 4 read as files of your documents" in text
+    (imported,) = preflight("full", out).testset.imports
+    assert imported.relevance_kind == "document"
+
+
+@pytest.mark.parametrize(("relevant", "kind"), [
+    (["https://docs.zenml.io/stack-components/orchestrators/local"], "url"),
+    (["The local orchestrator runs every step of your pipeline on this machine."], "text"),
+    (["3f2a9c0e1b7d4a6f8e2c1d0b9a8f7e6d", "8a1f0c2e-4b3d-4c5e-9f6a-7b8c9d0e1f2a"], "chunk_id"),
+])
+def test_each_relevance_kind_is_recognised(project, relevant, kind):
+    labels = _labelled(project, [relevant])
+    out = write_config(InitAnswers(docs=["mine/docs"], labels=str(labels)), project / f"{kind}.yaml")
+    assert preflight("full", out).testset.imports[0].relevance_kind == kind
+
+
+def test_a_mixed_column_takes_the_majority_and_says_so(project):
+    labels = _labelled(project, [["local.md"], ["local"], ["https://example.com/local"]])
+    text = write_config(InitAnswers(docs=["mine/docs"], labels=str(labels)), project / "r.yaml").read_text()
+    assert "relevance_kind: document" in text and "2 read as files of your documents (1 url" in text
+
+
+def test_value_kind_reads_each_value_against_the_corpus():
+    corpus = CorpusLabels(MatchSettings(), ["orchestrators/local.md", "guide/setup.pdf", "4983.txt"])
+    assert value_kind("local.md", corpus) == value_kind("Setup", corpus) == value_kind("4983", corpus) == "document"
+    assert value_kind("other/missing.md", corpus) == "document"  # a file name, named by the import's check
+    assert value_kind("http://x.io/local", corpus) == "url"
+    assert value_kind("a passage of five or more words", corpus) == "text"
+    assert value_kind("42", corpus) is None
+
+
+def test_the_model_name_is_the_projects(tmp_path):
+    assert project_model_name(tmp_path / "Acme Support Bot" / "ragwatch.yaml") == "acme-support-bot"
+    assert project_model_name(tmp_path / "acme_rag" / "configs" / "ragwatch.yaml") == "acme-rag"  # a configs folder
+    assert project_model_name(Path("/ragwatch.yaml")) == "my-rag"
+    out = write_config(InitAnswers(docs=[str(ORCHESTRATORS / "local.md")], model_name="team bot"),
+                       tmp_path / "x" / "ragwatch.yaml")
+    assert preflight("full", out).evaluate.system.model_name == "team bot"
