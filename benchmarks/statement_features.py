@@ -32,8 +32,12 @@ from ragwatch.config import FullConfig  # noqa: E402
 from ragwatch.config_loader import load_config  # noqa: E402
 from ragwatch.judges.config import build_judges  # noqa: E402
 from ragwatch.judges.faithfulness import FaithfulnessJudge  # noqa: E402
-from ragwatch.judges.faithfulness.evidence import bigram_support, makes_no_claim, missing_terms  # noqa: E402
-from ragwatch.judges.faithfulness.verify_evidence import ABSENT, NO_CLAIM, features_of  # noqa: E402
+from ragwatch.judges.faithfulness.features import (  # noqa: E402
+    FEATURES_VERSION,
+    features_of,
+    statement_features,
+)
+from ragwatch.judges.faithfulness.verify_evidence import EvidenceVerifier, rule_of  # noqa: E402
 from ragwatch.llm.client import LLMClient  # noqa: E402
 from ragwatch.statements import StatementVerdict  # noqa: E402
 
@@ -91,11 +95,45 @@ def model_free_verdicts(answer: dict[str, Any]) -> list[StatementVerdict]:
     """What the verifier knows of each statement before it asks the model: lexical support and its rules."""
     out = []
     for statement in answer["statements"]:
-        absent = sorted(missing_terms(statement, answer["contexts"]))
-        rule = NO_CLAIM if makes_no_claim(statement) else (f"{ABSENT}: {', '.join(absent[:5])}" if absent else None)
-        out.append(StatementVerdict(statement=statement, verdict=None, rule=rule, missing_terms=absent,
-                                    lexical_support=bigram_support(statement, answer["contexts"]), error=NOT_JUDGED))
+        features = statement_features(statement, answer["contexts"])
+        out.append(StatementVerdict(statement=statement, verdict=None, rule=rule_of(features), features=features,
+                                    lexical_support=features.lexical, error=NOT_JUDGED))
     return out
+
+
+def refreshed_rows(judge: FaithfulnessJudge, answer: dict[str, Any],
+                   rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Rows of an earlier run with the model-free features of this version and the verdict of the shipped
+    calibration on them; the judge's reply as it was recorded (P(yes), cited nothing, terms its cited
+    sentences lacked), so no model is run."""
+    by_id = {statement_id(r): r for r in answer["rows"]}
+    out = []
+    for row in rows:
+        source = by_id.get(row["statement_id"])
+        if source is None or row.get("error"):
+            out.append(row)
+            continue
+        features = statement_features(source["statement"], answer["contexts"])
+        if row.get("p_judge") is not None:
+            features = features.model_copy(update={k: row[k] for k in ("p_judge", "uncited", "missing_terms")})
+        if not isinstance(judge.verifier, EvidenceVerifier):
+            raise SystemExit("--refresh needs the evidence verifier (faithfulness.verify: evidence)")
+        v = judge.verifier.decide(source["statement"], features, [])
+        out.append({**row, **features.model_dump(), "rule": v.rule, "verdict": v.verdict,
+                    "p_supported": v.p_supported, "threshold": v.threshold, "features_version": FEATURES_VERSION})
+    return out
+
+
+def refresh(judge: FaithfulnessJudge, answers: list[dict[str, Any]], out: Path) -> int:
+    """Rewrite `out` in place with `refreshed_rows` (answers of `answers` only); how many rows changed."""
+    rows = [json.loads(line) for line in out.read_text().splitlines() if line.strip()]
+    answer_of = {statement_id(r): a for a in answers for r in a["rows"]}
+    new = []
+    for row in rows:
+        answer = answer_of.get(row["statement_id"])
+        new += refreshed_rows(judge, answer, [row]) if answer is not None else [row]
+    out.write_text("".join(json.dumps(r) + "\n" for r in new))
+    return sum(a != b for a, b in zip(rows, new, strict=True))
 
 
 def feature_rows(judge: FaithfulnessJudge, answer: dict[str, Any], verdicts: list[Any],
@@ -105,15 +143,12 @@ def feature_rows(judge: FaithfulnessJudge, answer: dict[str, Any], verdicts: lis
     out = []
     for k, row in enumerate(answer["rows"]):
         v = verdicts[k] if k < len(verdicts) else None
-        feats = features_of(v) if v is not None else {}
+        feats = features_of(v) if v is not None and v.features is not None else {}
         out.append({
             "statement_id": statement_id(row), "item_id": row["item_id"], "system": row.get("system"),
             "statement_index": row["statement_index"], "statement": row["statement"],
             "label": row.get("label") if row.get("label") in LABELS else None,
-            "p_judge": feats.get("p_judge"), "lexical": feats.get("lexical"), "no_claim": feats.get("no_claim"),
-            "uncited": None if v is None or v.error == NOT_JUDGED else feats.get("uncited"),
-            "missing_terms": feats.get("missing_terms"),
-            "absent_terms": feats.get("absent_terms"), "rule": v.rule if v is not None else None,
+            **feats, "features_version": FEATURES_VERSION, "rule": v.rule if v is not None else None,
             "verdict": v.verdict if v is not None else None, "p_supported": v.p_supported if v is not None else None,
             "threshold": v.threshold if v is not None else None,
             "error": (v.error if v is not None else "no verdict returned"),
@@ -159,6 +194,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, help="llama.cpp threads of a local model (default: the provider's; "
                         "on a loaded machine 1 wastes less time waiting on descheduled threads)")
     parser.add_argument("--out", type=Path, required=True, help="features JSONL; answers already there are skipped")
+    parser.add_argument("--refresh", action="store_true", help="rewrite --out in place: the model-free features "
+                        "of this version and the shipped calibration's verdicts, the judge's recorded reply kept "
+                        "(no call)")
     parser.add_argument("--no-judge", action="store_true", help="only the model-free features (lexical support, "
                         "the rules), no model call: p_judge, verdict and P(supported) are null")
     parser.add_argument("--config", type=Path, default=ROOT / "configs" / "evaluate.yaml",
@@ -174,6 +212,10 @@ def main(argv: list[str] | None = None) -> int:
 
     answers = load_answers(args.statements, args.system)
     judge, llm = shipped_judge(args.config)
+    if args.refresh:
+        changed = refresh(judge, answers, args.out)
+        print(f"refreshed {args.out}: {changed} rows changed", file=sys.stderr)
+        return 0
     if judge.model and judge.model.startswith("local/") and not args.no_judge:
         from ragwatch.llm import local
 

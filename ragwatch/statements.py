@@ -2,7 +2,9 @@
 
 Faithfulness puts one `StatementVerdict` per statement of an answer in the item details
 (`details["verdicts"]`, dumped); `statement_verdicts(details)` reads them back typed, so no reader
-sniffs dict keys.
+sniffs dict keys. The evidence verifier's verdict carries the `StatementFeatures` it was decided on
+(built by `ragwatch.judges.faithfulness.features.statement_features`, the only builder): what the
+support model, the rules, the level and the calibration data read.
 
 Example:
     >>> v = StatementVerdict(statement="ZenML caches steps.", verdict=True, p_supported=0.93, threshold=0.6)
@@ -14,7 +16,37 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class StatementFeatures(BaseModel):
+    """What the support model and the rules read of one statement, as the verifier decided on it and the
+    calibration data stores it (one JSON object, its lists of terms kept for the reader).
+
+    `uncited` is None when the judge was not asked; `missing_terms` counts the number/identifier terms no
+    context holds, else those the cited sentences lack; `absent_<kind>` are the terms of each kind no
+    retrieved context holds (`ragwatch.judges.faithfulness.terms`); `absent_terms` says whether any of
+    them is of a kind that vetoes the statement (`features.VETO_KINDS`).
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    p_judge: float | None = None
+    lexical: float = 0.0
+    no_claim: bool = False
+    uncited: bool | None = None
+    missing_terms: int = 0
+    absent_numbers: list[str] = Field(default_factory=list)
+    absent_identifiers: list[str] = Field(default_factory=list)
+    absent_names: list[str] = Field(default_factory=list)
+    absent_quantities: list[str] = Field(default_factory=list)
+    absent_quoted: list[str] = Field(default_factory=list)
+    absent_terms: bool = False
+
+    @property
+    def vetoed(self) -> bool:
+        """A rule decides "unsupported": no claim, or a term of a vetoing kind no context holds."""
+        return self.no_claim or self.absent_terms
 
 
 class StatementVerdict(BaseModel):
@@ -40,6 +72,7 @@ class StatementVerdict(BaseModel):
     rule: str | None = None
     window: int | None = None  # the context window that decided (window verification)
     error: str | None = None
+    features: StatementFeatures | None = None  # the evidence verifier's inputs of this verdict
 
 
 def statement_verdicts(details: dict[str, Any]) -> list[StatementVerdict]:

@@ -395,14 +395,21 @@ def test_evidence_rules_overrule_a_yes(fake_server):
 
 def test_a_support_model_combines_the_judge_with_lexical_evidence():
     from ragwatch.judges.faithfulness.evidence import Sentence
+    from ragwatch.judges.faithfulness.features import statement_features
     from ragwatch.judges.faithfulness.support_model import SupportModel
     from ragwatch.judges.faithfulness.verify_evidence import EvidenceVerifier
 
     model = SupportModel(intercept=-4.0, weights={"judge_logit": 1.0, "lexical": 6.0}, cutoff=0.5)
     verifier = EvidenceVerifier(support_model=model)
-    cited = [Sentence(id=1, text="Steps are cached by default.", passage=1)]
-    copied = verifier.decide("Steps are cached by default.", 1.0, 0.6, cited, [])
-    reworded = verifier.decide("Caching applies to steps by default.", 0.2, 0.6, cited, [])
+    contexts = ["Steps are cached by default."]
+    cited = [Sentence(id=1, text=contexts[0], passage=1)]
+
+    def decide(statement):
+        return verifier.decide(statement, statement_features(statement, contexts, p_judge=0.6,
+                                                             cited=[contexts[0]]), cited)
+
+    copied, reworded = decide("Steps are cached by default."), decide("Caching applies to steps by default.")
+    assert copied.lexical_support == 1.0 and reworded.lexical_support < 0.5
     assert copied.verdict and not reworded.verdict  # the same P(yes), different lexical support
     assert copied.p_judge == 0.6 and copied.threshold == 0.5
     assert copied.p_supported == pytest.approx(model.predict({"p_judge": 0.6, "lexical": 1.0}))
@@ -410,18 +417,26 @@ def test_a_support_model_combines_the_judge_with_lexical_evidence():
 
 def test_the_support_model_reads_the_citations_as_features_of_records_them():
     from ragwatch.judges.faithfulness.evidence import Sentence
+    from ragwatch.judges.faithfulness.features import features_of, statement_features
     from ragwatch.judges.faithfulness.support_model import SupportModel
-    from ragwatch.judges.faithfulness.verify_evidence import EvidenceVerifier, features_of
+    from ragwatch.judges.faithfulness.verify_evidence import EvidenceVerifier
 
     model = SupportModel(intercept=-1.0, weights={"lexical": 3.0, "uncited": -1.0, "missing_terms": 0.5}, cutoff=0.5)
     verifier = EvidenceVerifier(support_model=model)
-    cited = [Sentence(id=1, text="Steps are cached.", passage=1)]
+    contexts = ["Steps are cached.", "The StepCache of v2 keeps them."]
+    cited = [Sentence(id=1, text=contexts[0], passage=1)]
     statement = "Steps are cached by StepCache in v2."
+
+    def decide(evidence):
+        return verifier.decide(statement, statement_features(statement, contexts, p_judge=0.7,
+                                                             cited=[s.text for s in evidence]), evidence)
+
     for evidence in (cited, []):
-        v = verifier.decide(statement, 0.4, 0.7, evidence, [])
+        v = decide(evidence)
         assert v.p_supported == pytest.approx(model.predict(features_of(v)))
-    assert verifier.decide(statement, 0.4, 0.7, cited, []).p_supported != pytest.approx(
-        verifier.decide(statement, 0.4, 0.7, [], []).p_supported)  # citing nothing moves P(supported)
+        assert features_of(v)["uncited"] is (not evidence)
+    assert decide(cited).features.missing_terms == 2  # the cited sentence lacks both key terms
+    assert decide(cited).p_supported != pytest.approx(decide([]).p_supported)  # citing nothing moves P(supported)
 
 
 def test_with_the_shipped_calibration_the_score_is_the_level_and_the_verdict_share_stays(fake_server):
@@ -443,6 +458,7 @@ def test_the_judge_is_asked_only_where_its_reply_can_change_a_verdict(fake_serve
     from ragwatch.judges.faithfulness.calibrations import CALIBRATIONS
     from ragwatch.judges.faithfulness.cascade import judge_replies
     from ragwatch.judges.faithfulness.evidence import Sentence, missing_terms
+    from ragwatch.judges.faithfulness.features import statement_features
     from ragwatch.judges.faithfulness.verify_evidence import UNASKED, EvidenceVerifier
 
     sent: list[int] = []
@@ -469,8 +485,9 @@ def test_the_judge_is_asked_only_where_its_reply_can_change_a_verdict(fake_serve
     shown = [Sentence(id=1, text=contexts[0], passage=1)]
     for v in verdicts[:2]:
         for reply in judge_replies(len(missing_terms(v.statement, []))):
-            asked = verifier.decide(v.statement, v.lexical_support, reply["p_judge"],
-                                    [] if reply["uncited"] else shown, [])
+            evidence = [] if reply["uncited"] else shown
+            asked = verifier.decide(v.statement, statement_features(v.statement, contexts, p_judge=reply["p_judge"],
+                                                                    cited=[s.text for s in evidence]), evidence)
             assert asked.verdict == v.verdict
     # nothing left to ask: no call at all
     sent.clear()

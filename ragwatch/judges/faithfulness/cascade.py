@@ -15,6 +15,7 @@ Example:
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from ragwatch.judges.faithfulness.support_model import LOGIT_CLIP, SupportModel
@@ -30,15 +31,19 @@ def judge_replies(n_terms: int) -> list[dict[str, Any]]:
             for p in (LOGIT_CLIP, 1 - LOGIT_CLIP)]
 
 
-def judge_can_change(model: SupportModel, threshold: float, *, lexical: float, n_terms: int) -> bool:
+def judge_can_change(model: SupportModel, threshold: float, *, lexical: float, n_terms: int,
+                     base: Mapping[str, Any] | None = None) -> bool:
     """Whether the verdict of a statement with this lexical support and `n_terms` key terms (none absent
-    from every context: those are vetoed whatever the judge says) depends on the judge's reply."""
-    verdicts = {model.predict({"lexical": lexical, **reply}) >= threshold for reply in judge_replies(n_terms)}
+    from every context: those are vetoed whatever the judge says) depends on the judge's reply; `base`:
+    the statement's other model-free features (`StatementFeatures`), when the model reads any."""
+    verdicts = {model.predict({**(base or {}), "lexical": lexical, **reply}) >= threshold
+                for reply in judge_replies(n_terms)}
     return len(verdicts) > 1
 
 
-def unasked_probability(model: SupportModel, *, lexical: float, n_terms: int) -> float:
+def unasked_probability(model: SupportModel, *, lexical: float, n_terms: int,
+                        base: Mapping[str, Any] | None = None) -> float:
     """P(supported) of a statement decided without the judge: the mean over the replies it could give
     (where the judge cannot change the verdict, every reply's P is on the same side of the cut-off)."""
     replies = judge_replies(n_terms)
-    return sum(model.predict({"lexical": lexical, **reply}) for reply in replies) / len(replies)
+    return sum(model.predict({**(base or {}), "lexical": lexical, **reply}) for reply in replies) / len(replies)

@@ -35,8 +35,8 @@ from typing import Any
 import numpy as np
 
 from ragwatch.judges.faithfulness.calibrations import FaithfulnessCalibration
+from ragwatch.judges.faithfulness.features import features_of
 from ragwatch.judges.faithfulness.support_model import SupportModel, feature_vector
-from ragwatch.judges.faithfulness.verify_evidence import features_of
 from ragwatch.results import MetricResult
 from ragwatch.statements import statement_verdicts
 from ragwatch.statistics.level import (

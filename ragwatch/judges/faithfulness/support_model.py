@@ -23,7 +23,9 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 LOGIT_CLIP = 1e-4
-FEATURES = ("judge_logit", "lexical", "no_claim", "uncited", "missing_terms", "absent_terms", "vetoed")
+FEATURES = ("judge_logit", "lexical", "no_claim", "uncited", "missing_terms", "absent_terms", "vetoed",
+            "absent_numbers", "absent_identifiers", "absent_names", "absent_quantities", "absent_quoted")
+_KIND_FIELDS = ("absent_numbers", "absent_identifiers", "absent_names", "absent_quantities", "absent_quoted")
 
 
 def logit(p: float) -> float:
@@ -32,7 +34,9 @@ def logit(p: float) -> float:
 
 
 def feature_vector(raw: Mapping[str, Any], names: tuple[str, ...] = FEATURES) -> list[float]:
-    """The model's inputs from a verdict's raw features (`p_judge`, `lexical`, the rule flags)."""
+    """The model's inputs from a statement's features (`StatementFeatures` dumped, or a record of the
+    calibration data): `p_judge`, `lexical`, the rule flags; an absent-term kind is 1 when any term of it
+    is absent (a record written before the kinds were recorded has none)."""
     values = {
         "judge_logit": logit(float(raw["p_judge"])) if raw.get("p_judge") is not None else 0.0,
         "lexical": float(raw.get("lexical") or 0.0),
@@ -42,6 +46,7 @@ def feature_vector(raw: Mapping[str, Any], names: tuple[str, ...] = FEATURES) ->
         "absent_terms": float(bool(raw.get("absent_terms"))),
         # a rule decided "unsupported": no claim, or a term no retrieved context holds
         "vetoed": float(bool(raw.get("no_claim") or raw.get("absent_terms"))),
+        **{field: float(bool(raw.get(field))) for field in _KIND_FIELDS},
     }
     return [values[n] for n in names]
 

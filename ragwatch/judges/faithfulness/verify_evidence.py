@@ -5,14 +5,17 @@ Each statement is shown with only the context sentences that share the most word
 the sentences that state it and then its verdict; P(supported) is read at the verdict token (the
 evidence comes first, so the verdict is conditioned on what was cited, not on a free-text reason).
 The judge's reply (its P(yes), whether it cited any sentence, the terms its cited sentences lack) and
-the share of the statement's word pairs found in the contexts are combined by a `SupportModel` (a
+the model-free features (the share of the statement's word pairs found in the contexts, the terms of
+each kind no context holds) are one `StatementFeatures` record
+(`ragwatch.judges.faithfulness.features.statement_features`), combined by a `SupportModel` (a
 logistic model fitted on labelled RAG answer statements, `ragwatch.judges.faithfulness.support_model`;
 the shipped one reads only the features that held up on unseen systems) into the P(supported) the
 verdict is cut at. Two rules of a careful
 reader overrule it: a statement that makes no claim (markup, a lone lead-in word) is unsupported
-without a call, and so is one with a number, code identifier or name that no retrieved context
-contains. A cited id that was not shown cites nothing; terms missing from the cited sentences are
-recorded for the reader (as vetoes they cost agreement: `decide`). With `cascade` and a support model,
+without a call, and so is one with a number, code identifier, proper name or quoted string that no
+retrieved context contains (`features.VETO_KINDS`). A cited id that was not shown cites nothing; terms
+missing from the cited sentences are recorded for the reader (as vetoes they cost agreement: `decide`).
+With `cascade` and a support model,
 the judge is asked only about the statements whose verdict some reply could change (
 `ragwatch.judges.faithfulness.cascade`): the others get the verdict every reply would have led to,
 and an answer with none left makes no call.
@@ -28,28 +31,27 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from functools import lru_cache
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import BaseModel, Field, create_model
 
 from ragwatch.judges.base import DATA_RULE, fence, generation_error
 from ragwatch.judges.engine import Call, Plan
 from ragwatch.judges.faithfulness.cascade import judge_can_change, unasked_probability
-from ragwatch.judges.faithfulness.evidence import (
-    Sentence,
-    best_sentences,
-    bigram_support,
-    context_sentences,
-    makes_no_claim,
-    missing_terms,
+from ragwatch.judges.faithfulness.evidence import Sentence, best_sentences, context_sentences, missing_terms
+from ragwatch.judges.faithfulness.features import (  # noqa: F401  (features_of: read from here by the level)
+    ABSENT,
+    NO_CLAIM,
+    absent_of,
+    features_of,
+    statement_features,
+    vetoing_terms,
 )
 from ragwatch.judges.faithfulness.support_model import SupportModel
 from ragwatch.llm.logprobs import yes_probabilities_at
-from ragwatch.statements import StatementVerdict
+from ragwatch.statements import StatementFeatures, StatementVerdict
 
 MAX_CITED = 3
-NO_CLAIM = "makes no checkable claim"
-ABSENT = "not in any retrieved context"
 UNASKED = "decided without the judge: no reply of it could change the verdict"
 
 # Everything that is the same in every call is here, ahead of the data: a batch-engine slot keeps it from its
@@ -147,15 +149,14 @@ class EvidenceVerifier:
 
     def plan(self, contexts: Sequence[str], statements: Sequence[str], question: str | None = None) -> Plan:
         sentences = context_sentences(contexts)
-        lexical = [bigram_support(s, contexts) for s in statements]
-        absent = [sorted(missing_terms(s, contexts)) for s in statements]
+        before = [statement_features(s, contexts) for s in statements]  # what is known before the judge replies
         out: list[StatementVerdict | None] = [None] * len(statements)
         pending = []
         for k, statement in enumerate(statements):
-            if makes_no_claim(statement):
-                out[k] = self.decide(statement, lexical[k], None, [], absent[k], rule=NO_CLAIM)
-            elif self.cascade and not self.judge_matters(statement, lexical[k], absent[k]):
-                out[k] = self.decide_unasked(statement, lexical[k], absent[k])
+            if before[k].no_claim:
+                out[k] = self.decide(statement, before[k], [])
+            elif self.cascade and not self.judge_matters(statement, before[k]):
+                out[k] = self.decide_unasked(statement, before[k])
             else:
                 pending.append(k)
         if pending:
@@ -165,8 +166,8 @@ class EvidenceVerifier:
             (gen,) = yield [Call([{"role": "user", "content": prompt}], schema, EVIDENCE_SYSTEM, self.use_logprobs)]
             if not gen.ok or gen.parsed is None:
                 for k in pending:
-                    out[k] = StatementVerdict(statement=statements[k], verdict=None, lexical_support=lexical[k],
-                                              error=generation_error(gen))
+                    out[k] = StatementVerdict(statement=statements[k], verdict=None,
+                                              lexical_support=before[k].lexical, error=generation_error(gen))
             else:
                 probs = yes_probabilities_at(gen) if self.use_logprobs else []
                 if len(probs) != len(pending):
@@ -174,69 +175,70 @@ class EvidenceVerifier:
                 for k, check, p in zip(pending, gen.parsed.checks, probs, strict=True):
                     # ids are the numbers shown (1..len(shown)); one that was not shown cites nothing
                     cited = [shown[i - 1] for i in dict.fromkeys(check.evidence) if 1 <= i <= len(shown)]
-                    out[k] = self.decide(statements[k], lexical[k], p, cited, absent[k], greedy=check.verdict)
+                    judge_yes = p if p is not None else float(check.verdict == "yes")  # greedy: its token
+                    features = statement_features(statements[k], contexts, p_judge=judge_yes,
+                                                  cited=[s.text for s in cited])
+                    out[k] = self.decide(statements[k], features, cited)
         return [v for v in out if v is not None], int(bool(pending))
 
-    def judge_matters(self, statement: str, lexical: float, absent: Sequence[str]) -> bool:
-        """Whether some reply of the judge could change this statement's verdict (a term no context holds
-        vetoes it whatever the judge says)."""
+    def judge_matters(self, statement: str, features: StatementFeatures) -> bool:
+        """Whether some reply of the judge could change this statement's verdict (a vetoed statement is
+        unsupported whatever the judge says)."""
         assert self.support_model is not None
-        return not absent and judge_can_change(self.support_model, self.cutoff(), lexical=lexical,
-                                               n_terms=len(missing_terms(statement, [])))
+        return not features.vetoed and judge_can_change(self.support_model, self.cutoff(), lexical=features.lexical,
+                                                        n_terms=len(missing_terms(statement, [])),
+                                                        base=features.model_dump())
 
     def cutoff(self) -> float:
         assert self.support_model is not None
         return self.support_model.cutoff if self.threshold is None else self.threshold
 
-    def decide_unasked(self, statement: str, lexical: float, absent: Sequence[str]) -> StatementVerdict:
+    def decide_unasked(self, statement: str, features: StatementFeatures) -> StatementVerdict:
         """The verdict every reply of the judge would lead to; P(supported) the mean over those replies."""
         assert self.support_model is not None
-        rule = f"{ABSENT}: {', '.join(absent[:5])}" if absent else None
-        p = unasked_probability(self.support_model, lexical=lexical, n_terms=len(missing_terms(statement, [])))
-        supported = p >= self.cutoff() and rule is None
+        rule = rule_of(features)
+        p = unasked_probability(self.support_model, lexical=features.lexical,
+                                n_terms=len(missing_terms(statement, [])), base=features.model_dump())
+        supported = p >= self.cutoff() and not features.vetoed
         return StatementVerdict(statement=statement, verdict=supported, p_supported=p, p_judge=None,
-                                threshold=self.cutoff(), lexical_support=lexical, rule=rule,
-                                missing_terms=list(absent), reason=rule or f"{UNASKED} (lexical support {lexical:.2f})")
+                                threshold=self.cutoff(), lexical_support=features.lexical, rule=rule,
+                                missing_terms=absent_of(features), features=features,
+                                reason=rule or f"{UNASKED} (lexical support {features.lexical:.2f})")
 
-    def decide(
-        self,
-        statement: str,
-        lexical: float,
-        p_judge: float | None,
-        cited: Sequence[Sentence],
-        absent: Sequence[str],
-        *,
-        greedy: str | None = None,
-        rule: str | None = None,
-    ) -> StatementVerdict:
-        """The verdict: the support model on the judge's reply and lexical support, under the rules.
+    def decide(self, statement: str, features: StatementFeatures, cited: Sequence[Sentence]) -> StatementVerdict:
+        """The verdict: the support model on the statement's features, under the rules.
 
-        Two rules overrule it (measured free of cost on labelled RAG statements): a statement that
-        makes no claim, and one with a number, identifier or name that no retrieved context contains.
+        Two rules overrule it (measured on labelled RAG statements): a statement that makes no claim,
+        and one with a term of a vetoing kind that no retrieved context contains (`features.VETO_KINDS`).
         Terms missing from the cited sentences only (often said in a neighbouring sentence) and a
-        "yes" that cites nothing are recorded for the reader, not decisive: as vetoes they cost
-        balanced accuracy on labelled RAG answer statements (README "Which judge model").
+        "yes" that cites nothing are features, not decisive: as vetoes they cost balanced accuracy on
+        labelled RAG answer statements (docs/judges.md).
         """
-        if rule is None and absent:
-            rule = f"{ABSENT}: {', '.join(absent[:5])}"
-        unsupported_by_cited = sorted(missing_terms(statement, [s.text for s in cited])) if cited else []
-        missing = list(absent) or unsupported_by_cited
-        judge_yes = p_judge if p_judge is not None else (None if greedy is None else float(greedy == "yes"))
+        judge_yes = features.p_judge
         if self.support_model is not None and judge_yes is not None:
-            # every feature the model may read, as `features_of` records them for fitting
-            p = self.support_model.predict({"p_judge": judge_yes, "lexical": lexical, "uncited": not cited,
-                                            "missing_terms": len(missing), "no_claim": rule == NO_CLAIM,
-                                            "absent_terms": bool(absent)})
+            p = self.support_model.predict(features.model_dump())
             threshold = self.support_model.cutoff if self.threshold is None else self.threshold
         else:
             p = judge_yes if judge_yes is not None else 0.0
             threshold = 0.5 if self.threshold is None else self.threshold
-        supported = p >= threshold and rule is None
+        supported = p >= threshold and not features.vetoed
+        rule = rule_of(features)
+        shown_missing = absent_of(features) or (sorted(missing_terms(statement, [s.text for s in cited]))
+                                                if cited else [])
         return StatementVerdict(
             statement=statement, verdict=supported, p_supported=p, p_judge=judge_yes, threshold=threshold,
-            evidence=[s.id for s in cited], evidence_text=[s.text for s in cited], lexical_support=lexical,
-            rule=rule, missing_terms=missing, reason=_reason(supported, cited, rule),
+            evidence=[s.id for s in cited], evidence_text=[s.text for s in cited], lexical_support=features.lexical,
+            rule=rule, missing_terms=shown_missing, reason=_reason(supported, cited, rule), features=features,
         )
+
+
+def rule_of(features: StatementFeatures) -> str | None:
+    """The reader's rule that decided the statement, in words (None: none did)."""
+    if features.no_claim:
+        return NO_CLAIM
+    if features.absent_terms:
+        return f"{ABSENT}: {', '.join(vetoing_terms(features)[:5])}"
+    return None
 
 
 def _reason(supported: bool, cited: Sequence[Sentence], rule: str | None) -> str:
@@ -246,10 +248,3 @@ def _reason(supported: bool, cited: Sequence[Sentence], rule: str | None) -> str
         return "cites no context sentence"
     quoted = " / ".join(f"[{s.id}] {s.text[:160]}" for s in cited)
     return ("supported by " if supported else "not supported by the cited ") + quoted
-
-
-def features_of(verdict: StatementVerdict) -> dict[str, Any]:
-    """What the support model and the rules read from a verdict (for fitting on labelled statements)."""
-    return {"p_judge": verdict.p_judge, "lexical": verdict.lexical_support, "no_claim": verdict.rule == NO_CLAIM,
-            "uncited": not verdict.evidence, "missing_terms": len(verdict.missing_terms),
-            "absent_terms": bool(verdict.rule and verdict.rule.startswith(ABSENT))}
