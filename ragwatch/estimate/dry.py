@@ -20,7 +20,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from ragwatch.llm.client import LLMClient
-from ragwatch.llm.history import StageRecord, typical
+from ragwatch.llm.history import StageRate, StageRecord, stage_rate, typical
 from ragwatch.llm.pricing import count_tokens
 from ragwatch.llm.request import Prompt, Request
 from ragwatch.llm.types import Generation, LLMSettings
@@ -42,7 +42,7 @@ class StageCount:
     completion_tokens: float = 0.0
     reply_basis: str = "max_tokens"  # or "history", "history of another model"
     reply_tokens: float | None = None  # per call, from the history
-    latency_s: float | None = None  # per call, from the history
+    rate: StageRate | None = None  # this model's seconds per call of this stage, from the history
     batch_wall_s: float | None = None  # the stage's last batch, from the history
 
     @property
@@ -81,9 +81,9 @@ class DryClient(LLMClient):
             seen = typical(self.history, self.settings.model, stage)
             if seen is not None:
                 count.reply_basis, count.reply_tokens = "history", seen.completion_tokens
-                count.latency_s = seen.latency_s
             elif (other := typical(self.history, None, stage)) is not None:  # same prompts, another model
                 count.reply_basis, count.reply_tokens = "history of another model", other.completion_tokens
+            count.rate = stage_rate(self.history, self.settings.model, stage)  # never another model's
             batches = [r for r in self.history if r.batch and r.model == self.settings.model and r.stage == stage]
             if batches:
                 count.batch_wall_s = batches[-1].wall_s

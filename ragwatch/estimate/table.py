@@ -18,10 +18,12 @@ from ragwatch.llm.models import is_local
 from ragwatch.llm.pricing import call_cost, is_priced
 from ragwatch.llm.types import LLMSettings
 
-HOSTED_LATENCY_S = 0.6  # per call before its reply, when the history has no figure
-HOSTED_TOKENS_PER_S = 80.0  # reply tokens per second of a hosted model
-LOCAL_PROMPT_TOKENS_PER_S = 100.0  # the packaged 0.5B on 2 cores (docs: OFFLINE_STACK.md)
-LOCAL_REPLY_TOKENS_PER_S = 25.0
+# The rough default, for a stage this model has no recorded run of (the history's rate replaces it):
+HOSTED_LATENCY_S = 0.6  # per call before its reply
+HOSTED_TOKENS_PER_S = 80.0  # reply tokens per second of a hosted model, `concurrency` calls at a time
+LOCAL_PROMPT_TOKENS_PER_S = 100.0  # the packaged 0.5B on 2 idle cores (docs: OFFLINE_STACK.md); a bigger
+LOCAL_REPLY_TOKENS_PER_S = 25.0  # model is slower by its weights' size; calls share the cores, one at a time
+LOCAL_REFERENCE_MODEL = "qwen2.5-0.5b-instruct"
 
 
 class EstimateRow(BaseModel):
@@ -43,6 +45,7 @@ class EstimateRow(BaseModel):
     # where wall_s comes from: "history" (this model's earlier runs of the stage on this machine) or
     # "rule of thumb" (no such run yet: fixed token rates, off by a factor of several on a loaded machine)
     time_basis: str = "history"
+    time_source: str = ""  # the rate it used and where it comes from, or what the rough default assumes
 
 
 class Estimate(BaseModel):
@@ -74,7 +77,7 @@ def estimate_row(count: StageCount, settings: LLMSettings) -> EstimateRow:
                        cached=count.cached, calls=count.calls, prompt_tokens=prompt, completion_tokens=completion,
                        cost_usd=cost, priced=is_priced(settings.model), reply_basis=count.reply_basis,
                        wall_s=wall_time(count, settings), batch=batch,
-                       time_basis=time_basis(count, settings))
+                       time_basis=time_basis(count, settings), time_source=time_source(count, settings))
 
 
 def time_basis(count: StageCount, settings: LLMSettings) -> str:
@@ -83,29 +86,58 @@ def time_basis(count: StageCount, settings: LLMSettings) -> str:
         return "history"  # nothing to send: no time to guess
     if getattr(settings, "batch", False):
         return "history" if count.batch_wall_s else "rule of thumb"
-    return "history" if count.latency_s is not None else "rule of thumb"
+    return "history" if count.rate is not None else "rule of thumb"
+
+
+def time_source(count: StageCount, settings: LLMSettings) -> str:
+    """Where the stage's wall time comes from, in words: the recorded rate, or the rough default's rates."""
+    if not count.calls:
+        return "nothing to send"
+    if getattr(settings, "batch", False):
+        return ("the last provider batch of this stage" if count.batch_wall_s else
+                "no provider batch of this stage recorded: the provider's window decides")
+    if count.rate is not None:
+        return count.rate.describe()
+    if is_local(settings.model):
+        return (f"no run recorded: rough default ({LOCAL_PROMPT_TOKENS_PER_S / _local_scale(settings.model):.0f} "
+                f"prompt and {LOCAL_REPLY_TOKENS_PER_S / _local_scale(settings.model):.0f} reply tokens/s, "
+                "one call at a time, an idle 2-core machine)")
+    return (f"no run recorded: rough default ({HOSTED_LATENCY_S:g} s + {HOSTED_TOKENS_PER_S:.0f} reply tokens/s "
+            f"per call, {max(1, settings.concurrency)} at a time)")
 
 
 def wall_time(count: StageCount, settings: LLMSettings) -> float:
-    """Seconds for the stage's calls: rounds of `concurrency` calls, or the rpm/tpm quota if slower."""
+    """Seconds for the stage's calls: calls x this model's recorded seconds per call of this stage (the
+    stage's wall time over its calls, so concurrency and the local engine's batching are in it), else the
+    rough default; never faster than the rpm/tpm quota allows."""
     n = count.calls
     if n == 0:
         return 0.0
     if getattr(settings, "batch", False):  # the provider's queue decides: the last batch of the stage, if any
         return count.batch_wall_s or 0.0
     per_prompt, per_reply = count.prompt_tokens / n, count.completion_tokens / n
-    if count.latency_s is not None:
-        latency = count.latency_s
-    elif is_local(settings.model):
-        latency = per_prompt / LOCAL_PROMPT_TOKENS_PER_S + per_reply / LOCAL_REPLY_TOKENS_PER_S
+    if count.rate is not None:
+        seconds = n * count.rate.seconds_per_call
+    elif is_local(settings.model):  # the in-process model shares the cores: its calls add up
+        scale = _local_scale(settings.model)
+        seconds = n * scale * (per_prompt / LOCAL_PROMPT_TOKENS_PER_S + per_reply / LOCAL_REPLY_TOKENS_PER_S)
     else:
-        latency = HOSTED_LATENCY_S + per_reply / HOSTED_TOKENS_PER_S
-    seconds = math.ceil(n / max(1, settings.concurrency)) * latency
+        seconds = math.ceil(n / max(1, settings.concurrency)) * (HOSTED_LATENCY_S + per_reply / HOSTED_TOKENS_PER_S)
     if settings.rpm:
         seconds = max(seconds, n / settings.rpm * 60.0)
     if settings.tpm:
         seconds = max(seconds, (count.prompt_tokens + count.completion_tokens) / settings.tpm * 60.0)
     return seconds
+
+
+def _local_scale(model: str) -> float:
+    """How much slower than the reference model a packaged model reads and writes: by its weights' size."""
+    from ragwatch.llm.models import packaged
+
+    mine, reference = packaged(model), packaged(LOCAL_REFERENCE_MODEL)
+    if mine is None or reference is None:
+        return 1.0
+    return mine.size / reference.size
 
 
 def _money(value: float, priced: bool = True) -> str:
@@ -145,8 +177,14 @@ def format_estimate(estimate: Estimate) -> str:
         share = sum(r.wall_s for r in guessed) / estimate.wall_s if estimate.wall_s else 1.0
         lines.append(f"? wall time with no history to stand on ({len(guessed)} of {len(estimate.rows)} stages, "
                      f"{share:.0%} of the total): no run of that stage with that model on this machine yet, so "
-                     "it is a rule of thumb (fixed token rates) that can be off by a factor of several; "
+                     "it is a rough default (fixed token rates) that can be off by a factor of several; "
                      "a run records its times and the next estimate uses them")
+    timed = [r for r in estimate.rows if r.calls and r.time_source]
+    if timed:
+        lines.append("wall time per stage = calls x seconds per call of that stage and model on this machine:")
+        lines += [f"  {r.stage}: {_duration(r.wall_s)} = {r.calls} x {r.time_source}"
+                  if r.time_basis == "history" and not r.batch else f"  {r.stage}: {_duration(r.wall_s)}, "
+                  f"{r.time_source}" for r in timed]
     if (load := machine_load()) is not None:
         lines.append(load)
     lines += [f"note: {n}" for n in estimate.notes]
@@ -185,6 +223,7 @@ class Actual(BaseModel):
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cost_usd: float = 0.0
+    wall_s: float = 0.0
 
 
 def actuals(records: Sequence[StageRecord]) -> dict[tuple[str, str], Actual]:
@@ -196,25 +235,29 @@ def actuals(records: Sequence[StageRecord]) -> dict[tuple[str, str], Actual]:
         a.prompt_tokens += r.prompt_tokens
         a.completion_tokens += r.completion_tokens
         a.cost_usd += r.cost_usd
+        a.wall_s += r.wall_s
     return out
 
 
 def format_comparison(estimate: Estimate, records: Sequence[StageRecord]) -> str:
-    """Estimate vs actual per stage (calls, tokens, dollars) and in total."""
+    """Estimate vs actual per stage (calls, tokens, dollars, wall seconds) and in total."""
     got = actuals(records)
-    head = f"{'stage':<40} {'calls est/act':>14} {'in tok est/act':>20} {'out tok est/act':>18} {'cost est/act':>22}"
+    head = (f"{'stage':<40} {'calls est/act':>14} {'in tok est/act':>20} {'out tok est/act':>18} "
+            f"{'cost est/act':>22} {'wall est/act':>14}")
     lines = ["Estimate vs actual (usage history of this run)", head, "-" * len(head)]
     keys = list(dict.fromkeys([(r.model, r.stage) for r in estimate.rows] + list(got)))
     for model, stage in keys:
         rows = [r for r in estimate.rows if (r.model, r.stage) == (model, stage)]
         a = got.get((model, stage), Actual(model=model, stage=stage))
         est = (sum(r.calls for r in rows), sum(r.prompt_tokens for r in rows),
-               sum(r.completion_tokens for r in rows), sum(r.cost_usd for r in rows))
+               sum(r.completion_tokens for r in rows), sum(r.cost_usd for r in rows), sum(r.wall_s for r in rows))
         lines.append(f"{stage[:40]:<40} {f'{est[0]}/{a.calls}':>14} {f'{est[1]}/{a.prompt_tokens}':>20} "
-                     f"{f'{est[2]}/{a.completion_tokens}':>18} {f'${est[3]:.4f}/${a.cost_usd:.4f}':>22}")
+                     f"{f'{est[2]}/{a.completion_tokens}':>18} {f'${est[3]:.4f}/${a.cost_usd:.4f}':>22} "
+                     f"{f'{_duration(est[4])}/{_duration(a.wall_s)}':>14}")
     est = [sum(getattr(r, f) for r in estimate.rows) for f in ("calls", "prompt_tokens", "completion_tokens")]
     act = [sum(getattr(a, f) for a in got.values()) for f in ("calls", "prompt_tokens", "completion_tokens")]
     total_act = sum(a.cost_usd for a in got.values())
+    wall = f"{_duration(estimate.wall_s)}/{_duration(sum(a.wall_s for a in got.values()))}"
     lines.append(f"{'TOTAL':<40} {f'{est[0]}/{act[0]}':>14} {f'{est[1]}/{act[1]}':>20} {f'{est[2]}/{act[2]}':>18} "
-                 f"{f'${estimate.cost_usd:.4f}/${total_act:.4f}':>22}")
+                 f"{f'${estimate.cost_usd:.4f}/${total_act:.4f}':>22} {wall:>14}")
     return "\n".join(lines)

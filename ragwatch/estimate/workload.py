@@ -15,10 +15,12 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import os
 import random
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -35,6 +37,7 @@ from ragwatch.types import Chunk, EvalSample, SearchHit
 STAGES = {"ingest": ("ingest",), "testset": ("testset",), "evaluate": ("evaluate",),
           "full": ("ingest", "testset", "evaluate")}
 LOCAL_CHUNKS_PER_S = 17.0  # all-MiniLM-L6-v2 int8 on 2 cores (OFFLINE_STACK.md)
+_CORPUS_CODE = Path(__file__).resolve().parents[1] / "corpus"  # the loader and chunker: their code shapes chunks
 SENTENCE = "The documented component is configured in the stack settings and runs each step in order. "
 
 
@@ -131,9 +134,8 @@ def _usable_latest(pipeline: str, latest: LatestInputs | None, chunks: list[Chun
 
 # ----------------------------------------------------------------------------------------- ingest
 def _chunks(config: FullConfig) -> list[Chunk]:
-    """The corpus chunked as the ingest step does (with the embedding model's tokenizer), kept in
-    the cache directory under a key of the corpus contents and the chunking settings."""
-    from ragwatch.config import corpus_fingerprint
+    """The corpus chunked as the ingest step does (with the embedding model's tokenizer), kept in the cache
+    directory under `corpus_key`: another corpus, changed files or other settings never read these."""
     from ragwatch.corpus.chunking import chunk_documents
     from ragwatch.corpus.documents import load_documents
     from ragwatch.indexing.embeddings import get_embedder
@@ -142,29 +144,56 @@ def _chunks(config: FullConfig) -> list[Chunk]:
     ingest = config.ingest
     if not ingest.corpus.paths:
         return []
-    key = hashlib.sha256(json.dumps([corpus_fingerprint(ingest.corpus), ingest.chunking.model_dump(mode="json"),
-                                     ingest.embedding.model], sort_keys=True).encode()).hexdigest()[:24]
-    path = default_cache_root() / "estimate" / f"chunks-{key}.json"
+    path = default_cache_root() / "estimate" / f"chunks-{corpus_key(config)}.json"
     if path.is_file():
         try:
-            return [Chunk.model_validate(c) for c in json.loads(path.read_text(encoding="utf-8"))]
-        except ValueError:
-            pass
+            return [Chunk.model_validate(c) for c in json.loads(path.read_text(encoding="utf-8"))["chunks"]]
+        except (ValueError, KeyError, TypeError):
+            pass  # unreadable or of an older layout: chunk again
     embedder = get_embedder(ingest.embedding)
     documents = load_documents(ingest.corpus.paths).documents
     chunks = chunk_documents(documents, ingest.chunking, embedder.count_tokens, max_window=embedder.max_input_tokens)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps([c.model_dump(mode="json") for c in chunks]), encoding="utf-8")
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")  # a reader never sees half a file
+        tmp.write_text(json.dumps({"files": [name for name, _ in _corpus_files(ingest.corpus.paths)],
+                                   "chunks": [c.model_dump(mode="json") for c in chunks]}), encoding="utf-8")
+        tmp.replace(path)
     except OSError:
         pass
     return chunks
 
 
+def corpus_key(config: FullConfig) -> str:
+    """What the chunks depend on, hashed: every file the loader reads (its resolved path and bytes), the
+    chunking settings, the embedding model (its tokenizer counts the tokens) and the corpus code itself."""
+    ingest = config.ingest
+    embedding = ingest.embedding.model_dump(mode="json", include={"model", "max_input_tokens", "extra"})
+    code = sorted((p.name, hashlib.sha256(p.read_bytes()).hexdigest()) for p in _CORPUS_CODE.glob("*.py"))
+    blob = json.dumps([_corpus_files(ingest.corpus.paths), ingest.chunking.model_dump(mode="json"), embedding, code],
+                      sort_keys=True)
+    return hashlib.sha256(blob.encode()).hexdigest()[:32]
+
+
+def _corpus_files(paths: Sequence[str]) -> list[tuple[str, str]]:
+    """(resolved path, sha256 of the bytes) of each file the loader would read from `paths`, in its order."""
+    from ragwatch.corpus.files import expand_paths
+
+    out = []
+    for file, _ in expand_paths(paths, None, []):
+        resolved = file.resolve()
+        try:
+            out.append((str(resolved), hashlib.sha256(resolved.read_bytes()).hexdigest()))
+        except OSError as exc:  # unreadable: the loader skips it too, and says why
+            out.append((str(resolved), f"unreadable: {exc.strerror}"))
+    return out
+
+
 def _ingest_rows(config: FullConfig, chunks: list[Chunk], estimate: Estimate) -> None:
     embedding = config.ingest.embedding
     if is_local(embedding.model):
-        estimate.notes.append(f"ingest: {len(chunks)} chunks embedded by the local model {embedding.model} "
+        estimate.notes.append(f"ingest: {len(chunks)} chunks of {len({c.document_id for c in chunks})} documents "
+                              f"embedded by the local model {embedding.model} "
                               f"(no provider call; about {len(chunks) / LOCAL_CHUNKS_PER_S:.0f} s on an idle 2-core "
                               "machine, less when an earlier index holds the same chunks)")
         return

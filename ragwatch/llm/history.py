@@ -48,7 +48,9 @@ class StageRecord(BaseModel):
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cost_usd: float = 0.0
-    latency_s: float = 0.0  # summed over the provider's calls
+    # summed over the calls, each from its start (its wait for a free slot included) to its reply: with
+    # `concurrency` slots it grows with the batch, so an estimate reads times from `wall_s` (`stage_rate`)
+    latency_s: float = 0.0
     wall_s: float = 0.0
     batch: bool = False
     run_id: str | None = None  # the run that made the calls (`start_run`); None in records from before
@@ -93,11 +95,11 @@ def record_stage(record: StageRecord, root: Path | None = None) -> None:
         pass
 
 
-def read_history(since: float | None = None, root: Path | None = None, run_id: str | None = None
-                 ) -> list[StageRecord]:
+def read_history(since: float | None = None, root: Path | None = None, run_id: str | None = None, *,
+                 path: Path | None = None) -> list[StageRecord]:
     """Every record (at or after `since`, a `time.time()`; of run `run_id` when given), oldest first;
-    unreadable lines skipped."""
-    path = history_path(root)
+    unreadable lines skipped. `path`: another history file (a copy from another machine)."""
+    path = path or history_path(root)
     if not path.is_file():
         return []
     out = []
@@ -116,21 +118,77 @@ class Typical(BaseModel):
 
     completion_tokens: float
     prompt_tokens: float
-    latency_s: float | None  # online calls only (a batch's calls wait in the provider's queue)
     calls: int
 
 
 def typical(records: Iterable[StageRecord], model: str | None, stage: str, last: int = 3) -> Typical | None:
-    """Mean reply tokens, prompt tokens and latency per call over the `last` records that sent calls;
-    `model=None`: of any model (the same prompts' reply lengths under another model)."""
+    """Mean reply and prompt tokens per call over the `last` records that sent calls; `model=None`: of
+    any model (the same prompts' reply lengths under another model). Times are `stage_rate`'s."""
     sent = [r for r in records if (model is None or r.model == model) and r.stage == stage and r.calls > 0]
     sent = sent[-last:]
     calls = sum(r.calls for r in sent)
     if not calls:
         return None
-    online = [r for r in sent if not r.batch]
-    online_calls = sum(r.calls for r in online)
     return Typical(completion_tokens=sum(r.completion_tokens for r in sent) / calls,
-                   prompt_tokens=sum(r.prompt_tokens for r in sent) / calls,
-                   latency_s=sum(r.latency_s for r in online) / online_calls if online_calls else None,
-                   calls=calls)
+                   prompt_tokens=sum(r.prompt_tokens for r in sent) / calls, calls=calls)
+
+
+# How a stage's time is read from the history (one room for these choices):
+RATE_RUNS = 10  # the newest runs of the stage: an old run on other code or hardware says little
+# The run a quarter of the way up from the fastest: load only ever slows a run, so the slow side of the
+# spread is other work on the machine; the very fastest may be noise, or a run with lighter calls.
+RATE_QUANTILE = 0.25
+RATE_MAX_FAILED = 0.1  # a run whose calls failed fast (a refused connection) says nothing of their time
+
+
+class StageRate(BaseModel):
+    """Seconds of a stage's wall time per call sent, as this machine ran it: the `quantile` of the
+    per-run figures of the newest `runs` runs of one (model, stage)."""
+
+    model: str
+    stage: str
+    seconds_per_call: float
+    runs: int  # runs it was read from
+    calls: int  # calls in those runs
+    first: float  # time of the oldest record read
+    last: float  # time of the newest
+    fastest: float  # per-call seconds of the fastest and the slowest of those runs
+    slowest: float
+    quantile: float = RATE_QUANTILE
+
+    def describe(self) -> str:
+        """Which figure it is and where it comes from: "<s>/call: the 0.25 quantile of <n> runs (<calls>
+        calls, <first> to <last> UTC; the runs took <fastest>-<slowest> s/call)"."""
+        when = f"{_when(self.first)} to {_when(self.last)} UTC" if self.runs > 1 else f"{_when(self.last)} UTC"
+        pick = "that run" if self.runs == 1 else f"the {self.quantile:.2f} quantile of {self.runs} runs"
+        spread = f"; the runs took {self.fastest:.2f}-{self.slowest:.2f} s/call" if self.runs > 1 else ""
+        return f"{self.seconds_per_call:.2f} s/call: {pick} ({self.calls:,} calls, {when}{spread})"
+
+
+def stage_rate(records: Iterable[StageRecord], model: str, stage: str, *, runs: int = RATE_RUNS,
+               quantile: float = RATE_QUANTILE) -> StageRate | None:
+    """The stage's seconds per call sent: per run (records of one `run_id` summed: wall over calls), the
+    newest `runs` runs, the `quantile` of their figures (an observed run's, not an interpolation); None
+    when no online run of this model sent calls in this stage. Records without a run id count as runs of
+    their own; batch records are left out (a provider queue's wait is not a rate)."""
+    groups: dict[str, list[StageRecord]] = {}
+    for k, r in enumerate(records):
+        if r.model == model and r.stage == stage and not r.batch and r.calls > 0 and r.wall_s > 0:
+            groups.setdefault(r.run_id or f"record {k}", []).append(r)
+    usable = []
+    for group in groups.values():
+        calls = sum(r.calls for r in group)
+        if sum(r.failures for r in group) <= RATE_MAX_FAILED * calls:
+            usable.append((max(r.time for r in group), min(r.time for r in group), calls,
+                           sum(r.wall_s for r in group) / calls))
+    usable = sorted(usable)[-runs:]  # the newest runs, by their last record
+    if not usable:
+        return None
+    per_call = sorted(u[3] for u in usable)
+    return StageRate(model=model, stage=stage, seconds_per_call=per_call[int(quantile * (len(per_call) - 1))],
+                     runs=len(usable), calls=sum(u[2] for u in usable), first=min(u[1] for u in usable),
+                     last=max(u[0] for u in usable), fastest=per_call[0], slowest=per_call[-1], quantile=quantile)
+
+
+def _when(t: float) -> str:
+    return time.strftime("%Y-%m-%d %H:%M", time.gmtime(t))

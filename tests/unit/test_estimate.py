@@ -162,12 +162,12 @@ def test_reply_lengths_come_from_another_models_history_when_this_one_has_none()
     from ragwatch.llm.history import StageRecord
 
     other = StageRecord(time=0, model="local/qwen2.5-0.5b-instruct", stage="rag answers", requests=4, calls=4,
-                        prompt_tokens=2000, completion_tokens=120)
+                        prompt_tokens=2000, completion_tokens=120, wall_s=8.0)
     dry = DryClient(LLMSettings(model="gpt-4o-mini", max_tokens=500), role="generator", history=[other])
     dry.generate_many(["q1", "q2"], desc="rag answers")
     count = dry.stages["rag answers"]
     assert count.reply_basis == "history of another model" and count.completion_tokens == 2 * 30
-    assert count.latency_s is None  # a local model's latency says nothing about a hosted one
+    assert count.rate is None  # a local model's seconds per call say nothing about a hosted one
 
 
 def test_a_cascading_faithfulness_judge_is_counted_at_every_statement_of_unwritten_answers(tmp_path, no_network):
@@ -181,3 +181,86 @@ def test_a_cascading_faithfulness_judge_is_counted_at_every_statement_of_unwritt
     judge = [r for r in estimate.rows if r.role == "judge"]
     assert judge and sum(r.calls for r in judge) == 7  # 4 labelled + 3 generated questions, one call each
     assert any("at most these" in note for note in estimate.notes)
+
+
+def corpus_config(tmp_path: Path, name: str, docs: list[str]) -> FullConfig:
+    """A config whose corpus is `docs` of the sample, copied under a hidden folder (as a clone in `~/.x/` is):
+    the folder's name must not make two corpora look alike."""
+    corpus = tmp_path / ".work" / name
+    for relative in docs:
+        (corpus / relative).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(ROOT / "data" / "sample" / "zenml_docs" / relative, corpus / relative)
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(yaml.safe_dump({"ingest": {"corpus": {"paths": [str(corpus)]}}}))
+    return load_config(path, FullConfig)
+
+
+def ingest_chunks(estimate) -> int:
+    note = next(n for n in estimate.notes if n.startswith("ingest: "))
+    return int(note.split()[1])
+
+
+def test_the_chunk_cache_never_serves_another_corpus(tmp_path, no_network):
+    """Two corpora estimated in one cache, each then again: each counts its own chunks, cached or not; a
+    changed file or other chunking settings chunk again."""
+    from ragwatch.corpus.chunking import chunk_documents
+    from ragwatch.corpus.documents import load_documents
+    from ragwatch.estimate.workload import corpus_key
+    from ragwatch.indexing.embeddings import get_embedder
+
+    small = corpus_config(tmp_path, "small", DOCS[:1])
+    large = corpus_config(tmp_path, "large", DOCS)
+
+    def truth(config: FullConfig) -> int:
+        embedder = get_embedder(config.ingest.embedding)
+        documents = load_documents(config.ingest.corpus.paths).documents
+        return len(chunk_documents(documents, config.ingest.chunking, embedder.count_tokens,
+                                   max_window=embedder.max_input_tokens))
+
+    n_small, n_large = truth(small), truth(large)
+    assert n_small < n_large
+    assert corpus_key(small) != corpus_key(large)
+    for config, n in [(small, n_small), (large, n_large), (small, n_small), (large, n_large)]:
+        assert ingest_chunks(estimate_pipeline("ingest", config, history=[])) == n
+    assert len(list((tmp_path / "cache" / "estimate").glob("chunks-*.json"))) == 2
+
+    first = Path(small.ingest.corpus.paths[0]) / DOCS[0]
+    key = corpus_key(small)
+    first.write_text(first.read_text() + "\n\nA new closing paragraph about stacks.\n" * 40)
+    assert corpus_key(small) != key
+    assert ingest_chunks(estimate_pipeline("ingest", small, history=[])) == truth(small) > n_small
+    finer = small.model_copy(deep=True)
+    finer.ingest.chunking.max_tokens = 100
+    assert corpus_key(finer) != corpus_key(small)
+    assert ingest_chunks(estimate_pipeline("ingest", finer, history=[])) == truth(finer) > truth(small)
+
+
+def test_stage_times_come_from_the_idle_runs_of_this_model_and_stage(tmp_path, no_network):
+    """The history holds idle runs (0.5 s of wall per judge call), runs under load (2-4 s), another model's
+    fast runs and another stage's: the judge's time is its calls at the idle rate, and the table says so;
+    a stage this model never ran gets a rough default, labelled."""
+    from ragwatch.llm.history import StageRecord
+
+    stage = "judge correctness stage 1"
+    per_call = [2.0, 0.5, 3.1, 0.52, 4.0, 2.6, 0.55, 3.3]  # oldest first; the newest run was under load too
+    history = [StageRecord(time=1.7e9 + 3600 * k, model="gpt-4o-mini", stage=stage, requests=40, calls=40,
+                           prompt_tokens=40 * 600, completion_tokens=40 * 50, latency_s=40 * 40 / 8 * s,
+                           wall_s=40 * s, run_id=f"run{k}") for k, s in enumerate(per_call)]
+    history.append(StageRecord(time=1.8e9, model="gpt-4.1-nano", stage=stage, calls=40, wall_s=40 * 0.05, run_id="x"))
+    history.append(StageRecord(time=1.8e9, model="gpt-4o-mini", stage="rag answers", calls=40, wall_s=40 * 9.0,
+                               run_id="y"))
+    config = load_config(write_config(tmp_path, ["correctness"]), FullConfig)
+    estimate = estimate_pipeline("evaluate", config, history=history)
+    judge = next(r for r in estimate.rows if r.stage == stage)
+    assert judge.time_basis == "history"
+    assert judge.wall_s == pytest.approx(judge.calls * 0.52)
+    assert "0.52 s/call: the 0.25 quantile of 8 runs (320 calls" in judge.time_source
+    answers = next(r for r in estimate.rows if r.stage == "rag answers")
+    assert answers.wall_s == pytest.approx(answers.calls * 9.0)  # its own record, not the judge's rate
+    text = format_estimate(estimate)
+    assert f"  {stage}: " in text and "= 7 x 0.52 s/call" in text
+
+    bare = estimate_pipeline("evaluate", config, history=[])
+    guessed = next(r for r in bare.rows if r.stage == stage)
+    assert guessed.time_basis == "rule of thumb" and "no run recorded: rough default" in guessed.time_source
+    assert "no history to stand on" in format_estimate(bare)

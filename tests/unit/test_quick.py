@@ -43,9 +43,14 @@ def test_quick_samples_the_users_labelled_sets_first():
     assert [(i.sample, i.limit) for i in quick.testset.imports] == [(6, None), (6, None)]
 
 
-def _row(latency_s: float | None) -> Estimate:
+def _row(seconds_per_call: float | None) -> Estimate:
+    from ragwatch.llm.history import StageRate
+
+    rate = None if seconds_per_call is None else StageRate(
+        model="local/x", stage="judge faithfulness stage 1", seconds_per_call=seconds_per_call, runs=1, calls=10,
+        first=0.0, last=0.0, fastest=seconds_per_call, slowest=seconds_per_call)
     count = StageCount("judge", "judge faithfulness stage 1", "local/x", requests=10, prompt_tokens=5000,
-                       completion_tokens=400.0, latency_s=latency_s)
+                       completion_tokens=400.0, rate=rate)
     return Estimate(pipeline="evaluate", rows=[estimate_row(count, LLMSettings(model="local/qwen2.5-0.5b-instruct"))])
 
 
@@ -55,7 +60,7 @@ def test_the_estimate_says_when_its_time_has_no_history_to_stand_on():
     assert "s?" in guessed.splitlines()[3] or "m?" in guessed.splitlines()[3]
     measured = format_estimate(_row(2.0))
     assert "no history to stand on" not in measured
-    assert _row(2.0).rows[0].wall_s == 3 * 2.0  # 10 calls, 4 at a time, 2 s each
+    assert _row(2.0).rows[0].wall_s == 10 * 2.0  # 10 calls at the stage's recorded 2 s of wall per call
 
 
 def test_the_estimate_counts_cached_answers_and_judge_calls_as_free(tmp_path, monkeypatch):
