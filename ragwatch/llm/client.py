@@ -37,6 +37,7 @@ from ragwatch.llm.backend import load_litellm
 from ragwatch.llm.batch import generate_as_batch
 from ragwatch.llm.budget import Budget
 from ragwatch.llm.cache import GenerationCache, default_cache_root
+from ragwatch.llm.errors import explain
 from ragwatch.llm.history import StageRecord, record_stage
 from ragwatch.llm.limiter import Limiter
 from ragwatch.llm.models import is_local, local_name
@@ -378,7 +379,9 @@ class LLMClient:
             except Exception as exc:
                 self._settle(held, 0.0)
                 kind = classify(exc)
-                reason = describe(exc, secret)
+                # the kind and the address ("connection refused: http://..."), not litellm's wrapper class
+                reason = explain(exc, secret=secret, address=s.api_base,
+                                 timeout_s=None if self.is_local else s.timeout_s)
                 wait = retry_after_s(exc)
                 if ticket is not None:
                     outcome = "rate_limit" if kind == "rate_limit" else "error"

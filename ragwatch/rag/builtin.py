@@ -157,4 +157,6 @@ def _failure_kind(error: str) -> FailureKind:
 
     if budget_stop(error):
         return "budget"
-    return "unreachable" if "Connection" in error or "Timeout" in error else "error"
+    from ragwatch.llm.errors import is_unreachable
+
+    return "unreachable" if is_unreachable(error) or "Connection" in error or "Timeout" in error else "error"

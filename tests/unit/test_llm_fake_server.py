@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import socket
 import sys
 from pathlib import Path
 
@@ -12,9 +13,13 @@ from pydantic import BaseModel
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repo root, for tests.fake_llm_server
 
+from ragwatch.decision.outcome import could_not_evaluate
+from ragwatch.decision.thresholds import GateThresholds
 from ragwatch.llm import LLMClient, LLMSettings
+from ragwatch.llm.errors import is_unreachable
 from ragwatch.llm.logprobs import yes_probability
-from ragwatch.results import ItemScore, MetricResult
+from ragwatch.results import ItemScore, MetricInfo, MetricResult
+from ragwatch.types import RagAnswer
 from tests.fake_llm_server import FakeLLMServer, first_user_text
 
 
@@ -179,3 +184,60 @@ def test_messages_and_system_prompt_reach_the_server(server):
     assert messages[0]["role"] == "system" and messages[0]["content"].startswith("You are terse.")
     assert '"answer"' in messages[0]["content"]  # JSON mode: the schema is spelled out for the model
     assert first_user_text(server.bodies[0]) == "question 00"
+
+
+SECRET = "sk-fake-secret-abcdef123456"
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]  # closed on return: nothing listens there
+
+
+def test_errors_name_the_kind_and_the_address_never_the_key(server, monkeypatch):
+    monkeypatch.setenv("FAKE_KEY", SECRET)
+    base = server.base_url
+    for key, behaviour in [("q-500", "500"), ("q-503", "503"), ("q-hang", "hang"), ("q-bad", "malformed"),
+                           ("q-400", "400")]:
+        server.add_script(key, [behaviour] * 3)
+    client = LLMClient(settings(server, api_key_env="FAKE_KEY", cache=False, max_retries=2, timeout_s=0.5))
+    expected = {
+        "q-500": f"gave up after 3 attempt(s): HTTP 500 Internal Server Error: {base} (the server had an error)",
+        "q-503": f"gave up after 3 attempt(s): HTTP 503 Service Unavailable: {base} (the server had an error)",
+        "q-hang": f"gave up after 3 attempt(s): timed out after 0.5 s: {base}",
+        "q-bad": f"gave up after 3 attempt(s): the reply is not JSON: {base} (Unterminated string",
+        "q-400": f"failed without retry: HTTP 400 Bad Request: {base} (bad request)",
+    }
+    gens = {prompt: client.generate(prompt) for prompt in expected}
+    for prompt, error in expected.items():
+        assert not gens[prompt].ok and gens[prompt].error.startswith(error), (prompt, gens[prompt].error)
+        assert SECRET not in gens[prompt].error
+    assert is_unreachable(gens["q-hang"].error) and not is_unreachable(gens["q-500"].error)
+
+
+def test_a_port_nothing_listens_on_is_connection_refused_at_its_address(monkeypatch):
+    monkeypatch.setenv("FAKE_KEY", SECRET)
+    base = f"http://127.0.0.1:{_free_port()}/v1"
+    client = LLMClient(LLMSettings(model="openai/judge", api_base=base, api_key_env="FAKE_KEY", cache=False,
+                                   max_retries=4, retry_base_s=0.001, retry_max_s=0.01))
+    gen = client.generate("question 00")
+    assert gen.error == f"gave up after 5 attempt(s): connection refused: {base}"
+    assert is_unreachable(gen.error)
+    # what the run says on exit 3: the judge's reason whole, behind the item's own words
+    item_error = f"statement 1 ({'a long statement of the answer ' * 3!r}) could not be verified: judge call failed: "
+    items = [ItemScore(item_id=f"q{i}", error=item_error + gen.error) for i in range(4)]
+    judged = {"faithfulness": MetricResult.from_items("faithfulness", items, info=MetricInfo(family="judge"))}
+    answers = [RagAnswer(question=f"q{i}", answer="yes") for i in range(4)]
+    cause, _ = could_not_evaluate(answers, [f"q{i}" for i in range(4)], None, judged, GateThresholds())
+    assert cause == ("the judges failed on 4 of 4 answered items (faithfulness: 4 of 4, most often: "
+                     f"gave up after 5 attempt(s): connection refused: {base})")
+    assert SECRET not in cause
+
+
+def test_an_address_is_shown_without_its_query_or_user_info(monkeypatch):
+    port = _free_port()
+    base = f"http://user:pw@127.0.0.1:{port}/v1?api-key={SECRET}"
+    gen = LLMClient(LLMSettings(model="openai/judge", api_base=base, cache=False, max_retries=0)).generate("q")
+    assert SECRET not in gen.error and "pw@" not in gen.error
+    assert gen.error.startswith(f"gave up after 1 attempt(s): connection failed: http://127.0.0.1:{port}/v1 (")
