@@ -103,4 +103,7 @@ def _judges_failed(answers: Sequence[RagAnswer], sample_ids: Sequence[str], metr
 
 def _short(reason: str) -> str:
     """"connection failed: ConnectError: [Errno 111] Connection refused" -> "Connection refused"."""
+    # a judge's error leads with the item ("statement 2 ('...') could not be verified: judge call failed: ");
+    # the call's own reason, after it, is the same for every item and names the fault and the address
+    reason = reason.rpartition("judge call failed: ")[2]
     return re.sub(r"^.*\[Errno -?\d+\]\s*", "", reason).strip()[:160] or reason[:160]
