@@ -1,5 +1,5 @@
 """Reading earlier evaluations back from ZenML: the previous run, the production model version, the
-latest human labels.
+latest human labels, the latest evaluation set of a job.
 
 Not a step: the one module that reads the run history back, imported by the steps (`track_evaluation`,
 `attach_human_labels`, at pipeline run time on any orchestrator) and by `orchestration/` (run.py's
@@ -27,6 +27,7 @@ from zenml.client import Client
 from zenml.enums import ExecutionStatus, ModelStages
 
 from ragwatch.artifacts import MetricGroup
+from ragwatch.evalset.job import EVALSET_JOB_KEY, job_tag, model_of
 from ragwatch.quick import QUICK_TAG
 from ragwatch.rag import RagSettings
 from ragwatch.review import HumanLabels
@@ -35,6 +36,7 @@ TRACK_STEP = "track_evaluation"
 METRICS_OUTPUT = "all_metrics"
 EVALUATION_PIPELINES = ("evaluate", "full")
 LABELS_ARTIFACT = "human_labels"
+EVAL_SET_ARTIFACT = "eval_set"
 PRODUCTION_RECORD = "production_evaluation"
 
 
@@ -218,3 +220,36 @@ def latest_human_labels(model_name: str) -> tuple[HumanLabels | None, Any]:
         if version.run_metadata.get("model_name") == model_name:
             return version.load(), version
     return None, None
+
+
+def latest_eval_set(job: str, testset_config: str) -> Any | None:
+    """The newest `eval_set` version job `job` made (`ragwatch.evalset.job`: tagged `job_tag(job)`), or None.
+
+    A store from before sets were tagged: the newest untagged version whose `testset:` block fingerprint is
+    `testset_config` (the `config` part of `evalset_fingerprint`), the set this job's block made.
+    """
+    client = Client()
+    tagged = client.list_artifact_versions(name=EVAL_SET_ARTIFACT, tags=[f"equals:{job_tag(job)}"],
+                                           sort_by="desc:created", size=1, hydrate=True).items
+    if tagged:
+        return tagged[0]
+    for version in _recent_eval_sets():
+        made = version.run_metadata.get("eval_set")
+        if EVALSET_JOB_KEY not in version.run_metadata and isinstance(made, dict) \
+                and made.get("testset_config_fingerprint") == testset_config:
+            return version
+    return None
+
+
+def latest_eval_set_of_model(model_name: str) -> Any | None:
+    """The newest `eval_set` version made by any job of `model_name` (another `testset:` block), or None."""
+    for version in _recent_eval_sets():
+        job = version.run_metadata.get(EVALSET_JOB_KEY)
+        if isinstance(job, str) and model_of(job) == model_name:
+            return version
+    return None
+
+
+def _recent_eval_sets(size: int = 50) -> list[Any]:
+    return Client().list_artifact_versions(name=EVAL_SET_ARTIFACT, sort_by="desc:created", size=size,
+                                           hydrate=True).items

@@ -22,6 +22,7 @@ from ragwatch.checks.e2e import E2ETables, load_e2e_tables
 from ragwatch.config import FullConfig, corpus_fingerprint, evalset_fingerprint, system_fingerprint
 from ragwatch.decision.gate import GateDecision
 from ragwatch.estimate import LatestInputs
+from ragwatch.evalset.job import evalset_job
 from ragwatch.preflight import preflight
 from ragwatch.rag import SystemCalls
 from ragwatch.report.summary import ReportSettings, gate_label, metrics_text, summary_text
@@ -142,59 +143,93 @@ def run_pipeline(
     return outcome
 
 
-def latest_inputs() -> LatestInputs | None:
-    """The store's latest index and evaluation set, so an estimate asks with the real prompts and counts
-    cached answers and judge calls as free; None when the store has no index (or cannot be read)."""
+def latest_inputs(config: FullConfig | None = None) -> LatestInputs | None:
+    """The store's latest index and evaluation set (of `config`'s job when given: `config_job`), so an
+    estimate asks with the real prompts and counts cached answers and judge calls as free; None when the
+    store has no index (or cannot be read)."""
     from zenml.client import Client
+
+    from readback import latest_eval_set
 
     try:
         index = Client().get_artifact_version("rag_index").load()
     except Exception:  # no index yet, or one this version cannot load: the estimate uses stand-ins
         return None
     try:
-        samples = Client().get_artifact_version("eval_set").load().samples
+        if config is None:
+            samples = Client().get_artifact_version("eval_set").load().samples
+        else:
+            job, fingerprint = config_job(config)
+            version = latest_eval_set(job, fingerprint["config"])
+            samples = version.load().samples if version is not None else None
     except Exception:
         samples = None
     return LatestInputs(index=index, samples=samples)
 
 
+def config_job(config: FullConfig) -> tuple[str, dict[str, str]]:
+    """The job of `config` (`ragwatch.evalset.job`: its model name and `testset:` block) and its
+    `evalset_fingerprint`: the evaluation set `evaluate` runs on is the newest of this job."""
+    fingerprint = evalset_fingerprint(config)
+    return evalset_job(config.evaluate.system.model_name, fingerprint), fingerprint
+
+
 def require_inputs(name: str, config_path: str | Path, config: FullConfig | None = None) -> None:
-    """`testset` needs an index and `evaluate` an index and an evaluation set: say which command
-    makes a missing one, instead of a ZenML lookup error from inside the pipeline."""
+    """`testset` needs an index and `evaluate` an index and an evaluation set of its own job: say which
+    command makes a missing one, instead of a ZenML lookup error from inside the pipeline."""
     from zenml.client import Client
 
-    needs = {"testset": [("rag_index", "ingest")], "evaluate": [("rag_index", "ingest"), ("eval_set", "testset")]}
+    from readback import latest_eval_set, latest_eval_set_of_model
+
+    needs = {"testset": ["ingest"], "evaluate": ["ingest", "testset"]}
     if config is not None and config.logs is not None:  # a log is the set; its own system needs no index
         needs["testset"] = []
         if config.evaluate.system.rag.kind != "builtin":
-            needs["evaluate"] = [("eval_set", "testset")]
-    missing = []
-    for artifact, command in needs.get(name, []):
-        try:
-            Client().get_artifact_version(artifact)
-        except (KeyError, RuntimeError):
-            missing.append(command)
+            needs["evaluate"] = ["testset"]
+    missing, whose = [], ""
+    for command in needs.get(name, []):
+        if command == "ingest":
+            try:
+                Client().get_artifact_version("rag_index")
+            except (KeyError, RuntimeError):
+                missing.append(command)
+        elif config is not None:
+            job, fingerprint = config_job(config)
+            # a set of the same model from another `testset:` block: require_matching_eval_set says so
+            if latest_eval_set(job, fingerprint["config"]) is None \
+                    and latest_eval_set_of_model(config.evaluate.system.model_name) is None:
+                missing.append(command)
+                whose = f" (no evaluation set of this config's job, {job})"
     if missing:
         store = os.environ.get("ZENML_CONFIG_PATH", "the ZenML store")
         steps = " then ".join(f"`ragwatch {c} --config {config_path}`" for c in missing)
         raise MissingInputError(
-            f"{name} needs what {' and '.join(missing)} makes, and this ZenML store ({store}) has none yet: "
+            f"{name} needs what {' and '.join(missing)} makes, and this ZenML store ({store}) has none yet{whose}: "
             f"run {steps} first, or `ragwatch full --config {config_path}` for everything in one run"
         )
 
 
 class StaleEvalSetError(MissingInputError):
-    """The latest evaluation set was made from another testset config (or other input files)."""
+    """The job's latest evaluation set was made from other input files (or before sets recorded them)."""
 
 
 def require_matching_eval_set(config: FullConfig, config_path: str | Path) -> None:
-    """`evaluate` runs on the latest `eval_set`: stop when it was not made from the `testset:` block and
-    the input files this config names (`evalset_fingerprint`), instead of evaluating on another set."""
-    from zenml.client import Client
+    """`evaluate` runs on the newest `eval_set` of its job (`config_job`): stop when that set was not made
+    from the content of the input files this config names (`evalset_fingerprint`), instead of evaluating
+    on another set. Sets of other jobs on the same store are not compared."""
+    from readback import latest_eval_set, latest_eval_set_of_model
 
-    version = Client().get_artifact_version("eval_set")
+    job, expected = config_job(config)
+    version = latest_eval_set(job, expected["config"])
+    whose = f"of this job ({job}: eval_set version {version.version if version is not None else '?'})"
+    if version is None:  # none of this job: the same model's set from another `testset:` block, if any
+        model = config.evaluate.system.model_name
+        version = latest_eval_set_of_model(model)
+        whose = f"of model {model} (eval_set version {version.version if version is not None else '?'})"
+    if version is None:
+        raise MissingInputError(f"this ZenML store has no evaluation set of this config's job ({job}): run "
+                                f"`python run.py testset --config {config_path}` first")
     made = version.run_metadata.get("eval_set", {})
-    expected = evalset_fingerprint(config)
     if isinstance(made, dict) and made.get("testset_fingerprint") == expected["testset"]:
         return
     if not isinstance(made, dict) or "testset_fingerprint" not in made:
@@ -202,10 +237,10 @@ def require_matching_eval_set(config: FullConfig, config_path: str | Path) -> No
     elif made.get("testset_config_fingerprint") != expected["config"]:
         why = "its `testset:` block differs from this config's"
     else:
-        why = "the content of the labelled files this config imports changed since"
+        why = "the content of the labelled files this config imports changed since (or of its log)"
     raise StaleEvalSetError(
-        f"the latest evaluation set (eval_set version {version.version}) was not made from {config_path}: {why}. "
-        f"Run `python run.py testset --config {config_path}` first, then evaluate again "
+        f"the latest evaluation set {whose} was not made from "
+        f"{config_path}: {why}. Run `python run.py testset --config {config_path}` first, then evaluate again "
         f"(or `python run.py full --config {config_path}` for everything in one run)"
     )
 

@@ -25,7 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from ragwatch.corpus.chunking import ChunkingSettings
 from ragwatch.decision.thresholds import GateThresholds
-from ragwatch.evalset.assemble import EvalSetConfig
+from ragwatch.evalset.assemble import EvalSetConfig, WithoutReference
 from ragwatch.indexing.bm25 import BM25Settings
 from ragwatch.indexing.embeddings import EmbeddingSettings
 from ragwatch.judges.config import JudgesConfig
@@ -107,6 +107,10 @@ class EvaluateConfig(_Strict):
     """Retrieval metrics over the index, per mode and k."""
     e2e: E2ESettings = Field(default_factory=E2ESettings)
     """Handcrafted keyword tests."""
+    without_reference: WithoutReference = "answer"
+    """Questions without a reference answer: `answer` (the system answers them, every judge that needs no
+    reference scores them, correctness and similarity say "no reference answer") or `retrieval_only`
+    (evaluated by retrieval alone: neither asked nor judged)."""
     judges: JudgesConfig = Field(default_factory=JudgesConfig)
     """Which judges score the answers, with which judge LLM."""
     # More judge models run on the same items, compared with `judges.llm` in one agreement table.

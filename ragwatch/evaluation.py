@@ -23,7 +23,7 @@ from ragwatch.indexing.index import Index
 from ragwatch.judges import JudgesConfig, build_judges, compare_judges, run_judges, unavailable_metrics
 from ragwatch.llm.client import LLMClient
 from ragwatch.llm.types import LLMSettings
-from ragwatch.rag import RAGSystem, build_rag
+from ragwatch.rag import RAGSystem, SystemCalls, build_rag
 from ragwatch.results import MetricResult
 from ragwatch.retrieval.embedding_cache import RememberedEmbedder
 from ragwatch.retrieval.evaluate import evaluate_retrieval
@@ -93,7 +93,22 @@ def answer_questions(rag: RAGSystem, samples: Sequence[EvalSample]) -> list[RagA
 
 
 def run_handcrafted_tests(rag: RAGSystem, tables: E2ETables) -> E2EReport:
+    """The keyword tests through `rag`; `rag.calls()` then counts their requests (`E2E_CALLS`, `all_calls`)."""
     return run_e2e_tests(tables, rag.answer_many)
+
+
+E2E_CALLS = "system_calls"  # the keyword tests' `SystemCalls`, in the e2e `MetricGroup.details`
+
+
+def all_calls(answers: SystemCalls | None, keyword_tests: SystemCalls | dict[str, Any] | None) -> SystemCalls | None:
+    """The system's calls for the evaluation set's answers and for the keyword tests, counted together
+    (`SystemCalls.keyword_tests` says how many questions were the tests'); None when neither asked."""
+    tests = SystemCalls.model_validate(keyword_tests) if isinstance(keyword_tests, dict) else keyword_tests
+    if tests is None or not tests.questions:
+        return answers
+    if answers is None:
+        return SystemCalls(target=tests.target).plus(tests, keyword_tests=True)
+    return answers.plus(tests, keyword_tests=True)
 
 
 def judge_answers(

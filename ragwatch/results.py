@@ -27,6 +27,8 @@ Family = Literal["retrieval", "system", "e2e", "judge", "other"]
 # calibrated P(supported) of the item's statements (`ragwatch.judges.faithfulness.level.with_level`
 # writes it; tests/unit/test_compare_level.py holds the two to the same key).
 LEVEL_ITEM_KEY = "calibrated_share"
+# Why a metric that compares with a reference answer skips an item asked without one (`ItemScore.skipped`).
+NO_REFERENCE = "no reference answer"
 
 
 class JudgeAgreement(BaseModel):
@@ -120,16 +122,24 @@ class LabelledEstimate(BaseModel):
 
 
 class ItemScore(BaseModel):
-    """The score of one item, or the reason it has none."""
+    """The score of one item, or the reason it has none.
+
+    `skipped`: the metric does not apply to this item for want of an input the item lacks (e.g. "no
+    reference answer" for correctness on a question asked without one): `error` says why, the item has
+    no score and counts in `MetricResult.n_skipped`, apart from the metric's failures (`n_failed`).
+    """
 
     item_id: str
     score: float | None = None
     passed: bool | None = None
     details: dict[str, Any] = Field(default_factory=dict)
     error: str | None = None
+    skipped: bool = False
 
     @model_validator(mode="after")
     def _scored_or_failed(self) -> ItemScore:
+        if self.skipped and self.error is None:
+            raise ValueError(f"item {self.item_id!r}: a skipped item says why in `error`")
         if self.error is None:
             if self.score is None:
                 raise ValueError(f"item {self.item_id!r}: a score or an error is required")
@@ -154,8 +164,9 @@ class MetricResult(BaseModel):
     ci_high: float | None = None
     ci_method: str | None = None  # how the interval was computed, e.g. "agresti-coull", "t"
     n_scored: int
-    n_failed: int
+    n_failed: int  # items the metric tried and could not score (skipped items are not among them)
     items: list[ItemScore]
+    n_skipped: int = 0  # items the metric does not apply to (`ItemScore.skipped`), each with its reason
     info: MetricInfo = Field(default_factory=MetricInfo)
     labelled: LabelledEstimate | None = None  # set when human labels exist for some items
     details: dict[str, Any] = Field(default_factory=dict)
@@ -202,7 +213,8 @@ class MetricResult(BaseModel):
             ci_high=high,
             ci_method=method,
             n_scored=len(scores),
-            n_failed=len(items) - len(scores),
+            n_failed=sum(1 for it in items if not it.ok and not it.skipped),
+            n_skipped=sum(1 for it in items if it.skipped),
             items=items,
             info=info,
             details=details or {},
@@ -235,4 +247,5 @@ class MetricResult(BaseModel):
             "ci_high": self.ci_high,
             "n_scored": self.n_scored,
             "n_failed": self.n_failed,
+            "n_skipped": self.n_skipped,
         }

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from zenml import log_metadata, step
+from zenml import add_tags, get_step_context, log_metadata, step
 
 from ragwatch.artifacts import EvalSet
-from ragwatch.evalset.assemble import EvalSetConfig, import_labelled_samples, merge_samples
+from ragwatch.evalset.assemble import EvalSetConfig, import_labelled_samples, mark_retrieval_only, merge_samples
 from ragwatch.evalset.export import describe_samples
+from ragwatch.evalset.job import EVALSET_JOB_KEY, job_tag
 from ragwatch.evalset.references import needs_reference, write_reference_answers
 from ragwatch.evalset.synthetic import Testset, generate_testset
 from ragwatch.indexing.embeddings import EmbeddingSettings, get_embedder
@@ -67,9 +68,10 @@ def assemble_eval_set(
 ) -> Annotated[EvalSet, "eval_set"]:
     """The evaluation set every evaluation names: synthetic + imported samples, de-duplicated by id.
 
-    Never cached: a cached step makes no new version, and `evaluate` reads the latest `eval_set`, which
-    would stay the one an earlier, different config made. `fingerprint` is stored with the set: the
-    config it was made from, which `evaluate` checks (the steps before this one stay cached)."""
+    Never cached: a cached step makes no new version, and `evaluate` reads the latest `eval_set` of its job
+    (`claim_eval_set`), which would stay the one an earlier, different config made. `fingerprint` is
+    stored with the set: the config it was made from, which `evaluate` checks (the steps before this one
+    stay cached)."""
     samples = merge_samples(synthetic.samples, imported.samples)
     metadata = {
         "testset_fingerprint": fingerprint["testset"],
@@ -88,9 +90,20 @@ def assemble_eval_set(
     return EvalSet(samples=samples, metadata=metadata)
 
 
+@step(enable_cache=False)
+def claim_eval_set(eval_set: EvalSet, job: str) -> None:
+    """Tag the `eval_set` version this testset run made with its job (`ragwatch.evalset.job`), so that
+    `evaluate` of the same job finds it among the sets of every job sharing the store. Never cached: every
+    new version is claimed. (`eval_set` is read only as the version it is.)"""
+    version = get_step_context().inputs["eval_set"]
+    add_tags(tags=[job_tag(job)], artifact_version_id=version.id)
+    log_metadata(metadata={EVALSET_JOB_KEY: job}, artifact_version_id=version.id)
+
+
 @step
-def retrieval_only_set(eval_set: EvalSet) -> Annotated[EvalSet, "retrieval_eval_set"]:
-    """The evaluation set without reference answers (`retrieval_only`): nothing is answered or judged,
-    so no LLM is called; the stored `eval_set` keeps its answers for a later full run."""
-    samples = [s.model_copy(update={"reference_answer": None}) for s in eval_set.samples]
-    return EvalSet(samples=samples, metadata={**eval_set.metadata, "retrieval_only": True})
+def retrieval_only_set(eval_set: EvalSet, which: str) -> Annotated[EvalSet, "retrieval_eval_set"]:
+    """The evaluation set with the samples evaluated by retrieval alone marked (`mark_retrieval_only`):
+    every sample (`which="all"`: `retrieval_only`, no LLM at all) or those without a reference answer
+    (`which="retrieval_only"`: `evaluate.without_reference`). The stored `eval_set` is unchanged."""
+    samples = mark_retrieval_only(eval_set.samples, which)  # type: ignore[arg-type]
+    return EvalSet(samples=samples, metadata={**eval_set.metadata, "retrieval_only": which})

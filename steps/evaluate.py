@@ -16,6 +16,8 @@ from ragwatch.checks.e2e import E2ETables, e2e_results_frame
 from ragwatch.config import E2ESettings, RetrievalEvalSettings, SystemUnderTest
 from ragwatch.evalset.assemble import generation_samples
 from ragwatch.evaluation import (
+    E2E_CALLS,
+    all_calls,
     answer_questions,
     build_system,
     evaluate_retrieval_modes,
@@ -84,9 +86,18 @@ def run_e2e_tests_step(
     export_api_keys()
     rag, _ = build_system(system, index, get_embedder(embedding))
     report = run_handcrafted_tests(rag, tables)
-    log_metadata(metadata={"e2e": {name: m.score for name, m in report.metrics.items()}})
+    calls = rag.calls()  # counted with the answers' (`with_keyword_test_calls`): an outage they see counts
+    log_metadata(metadata={"e2e": {name: m.score for name, m in report.metrics.items()},
+                           "system_calls": calls.model_dump()})
     frame = e2e_results_frame(report.results)
-    return MetricGroup(group="e2e", metrics=report.metrics), frame
+    return MetricGroup(group="e2e", metrics=report.metrics, details={E2E_CALLS: calls.model_dump()}), frame
+
+
+@step
+def with_keyword_test_calls(answers: AnswerSet, e2e: MetricGroup) -> Annotated[AnswerSet, "system_answers"]:
+    """The answers, their `calls` counting the keyword tests' requests too: what the run asked the system
+    under test, which `track_evaluation` logs as `system_calls` and reads for "could not evaluate"."""
+    return answers.model_copy(update={"calls": all_calls(answers.calls, e2e.details.get(E2E_CALLS))})
 
 
 @step

@@ -10,8 +10,9 @@ instead, each a regular step output:
 - `load_*` (cached) loads that version: with the same id its cache key is the same, so a second run
   on the same index is served from the cache, and so is every step after it.
 
-The version a run used shows in the DAG (the loader's input), in the lookup step's metadata and in the
-run's `input_rag_index` / `input_eval_set` metadata.
+The evaluation set is the latest of the run's own job (`ragwatch.evalset.job`, `readback.latest_eval_set`):
+several jobs share a store. The version a run used shows in the DAG (the loader's input), in the lookup
+step's metadata and in the run's `input_rag_index` / `input_eval_set` metadata.
 """
 
 from __future__ import annotations
@@ -23,15 +24,16 @@ from zenml.client import Client
 
 from ragwatch.artifacts import EvalSet
 from ragwatch.indexing.index import Index
+from readback import EVAL_SET_ARTIFACT, latest_eval_set
 from steps.materializers import IndexMaterializer
 
 INDEX_ARTIFACT = "rag_index"
-EVAL_SET_ARTIFACT = "eval_set"
 
 
-def _describe(name: str) -> tuple[str, dict[str, Any]]:
-    """The id of the latest version of artifact `name` and what the dashboard should say about it."""
-    version = Client().get_artifact_version(name)
+def _describe(name: str, version: Any = None) -> tuple[str, dict[str, Any]]:
+    """The id of `version` (default: the latest version of artifact `name`) and what the dashboard should
+    say about it."""
+    version = version if version is not None else Client().get_artifact_version(name)
     produced_by = version.producer_pipeline_run_id
     about = {"artifact": name, "version": str(version.version), "id": str(version.id),
              "created": f"{version.created:%Y-%m-%d %H:%M:%S}"}
@@ -55,10 +57,16 @@ def latest_index_version() -> Annotated[str, "rag_index_version"]:
 
 
 @step(enable_cache=False)
-def latest_eval_set_version() -> Annotated[str, "eval_set_version"]:
-    """The id of the latest `eval_set` version (the testset pipeline's output)."""
-    version_id, about = _describe(EVAL_SET_ARTIFACT)
-    _record(EVAL_SET_ARTIFACT, about)
+def latest_eval_set_version(job: str, testset_config: str) -> Annotated[str, "eval_set_version"]:
+    """The id of the latest `eval_set` version of job `job` (`ragwatch.evalset.job`: the testset pipeline of
+    the same model name and `testset:` block, whose fingerprint is `testset_config`), whatever other jobs
+    made since on the same store."""
+    version = latest_eval_set(job, testset_config)
+    if version is None:
+        raise LookupError(f"no evaluation set of job {job} in this ZenML store: run `ragwatch testset` with this "
+                          "config first")
+    version_id, about = _describe(EVAL_SET_ARTIFACT, version)
+    _record(EVAL_SET_ARTIFACT, {**about, "job": job})
     return version_id
 
 

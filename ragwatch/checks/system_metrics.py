@@ -16,8 +16,9 @@ to the built-in system and to a user's own (callable, HTTP) alike, and need no L
 - `answer/reference_coverage`: share of the reference's content words the answer contains (the
   reference answer, or the reference context when the sample has no answer; ROUGE-1 recall).
 
-A sample without relevance labels, a failed answer or an empty text is an explicit failure with its
-reason, never a silent zero.
+A failed answer or an empty text is an explicit failure with its reason, never a silent zero. A sample
+that lacks what a metric compares with (relevance labels; a reference answer or context) is a skipped
+item with its reason (`ItemScore.skipped`): the question was asked and is measured by the rest.
 
 Example:
     >>> metrics = system_metrics(samples, answers, match=MatchSettings(on="auto"))  # doctest: +SKIP
@@ -45,8 +46,9 @@ CONTEXT_PRECISION = "system/context_precision"
 CONTEXT_SUPPORT = "answer/context_support"
 REFERENCE_COVERAGE = "answer/reference_coverage"
 SYSTEM_METRICS = (AVAILABILITY, HIT_RATE, MRR, CONTEXT_RECALL, CONTEXT_PRECISION, CONTEXT_SUPPORT, REFERENCE_COVERAGE)
-NOTHING_ANSWERED = ("not measured in this run: nothing was answered (no question has a reference answer, "
-                    "as with `retrieval_only`)")
+NOTHING_ANSWERED = ("not measured in this run: nothing was answered (every question was evaluated by retrieval "
+                    "alone: `retrieval_only`, or `evaluate.without_reference: retrieval_only` on questions "
+                    "without a reference answer)")
 
 _INFO = {  # the family and measure of each; `k` (the system's top_k) is set per run
     AVAILABILITY: MetricInfo(family="system", measure="availability", binary=True, threshold=1.0,
@@ -129,7 +131,8 @@ def _retrieval_items(sample: EvalSample, answer: RagAnswer, match: MatchSettings
     if not answer.ok:
         return {n: ItemScore(item_id=sample.id, error=f"the system failed to answer: {answer.error}") for n in names}
     if not (sample.relevant or sample.reference_contexts):
-        return {n: ItemScore(item_id=sample.id, error="the sample has no relevance labels") for n in names}
+        return {n: ItemScore(item_id=sample.id, error="the sample has no relevance labels", skipped=True)
+                for n in names}
     hits = hits_from_contexts(answer.contexts[:k] if k else answer.contexts)
     judgement = judge(sample, hits, match)
     if not judgement.relevant_grades:
@@ -177,7 +180,8 @@ def _coverage_item(sample: EvalSample, answer: RagAnswer) -> ItemScore:
         " ".join(sample.reference_contexts), "context")
     words = content_words(reference or "")
     if not words:
-        return ItemScore(item_id=sample.id, error="the sample has no reference answer or reference context")
+        return ItemScore(item_id=sample.id, error="the sample has no reference answer or reference context",
+                         skipped=True)
     found = words & content_words(answer.answer)
     return ItemScore(item_id=sample.id, score=len(found) / len(words),
                      details={"reference": kind, "missing_words": sorted(words - found)[:20]})

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -87,11 +87,33 @@ def merge_samples(*groups: Sequence[EvalSample]) -> list[EvalSample]:
     return merged
 
 
-def generation_samples(samples: Sequence[EvalSample]) -> list[EvalSample]:
-    """The samples whose answers can be judged: those with a reference answer, and logged questions
-    (`kind == "logged"`: what users asked, answered whether or not the log has a reference).
+# An evaluation of retrieval alone marks the samples it does not ask (`mark_retrieval_only`): in their
+# metadata, so that every step that pairs samples with answers selects the same ones from the set it is given.
+RETRIEVAL_ONLY_KEY = "retrieval_only"
+WithoutReference = Literal["answer", "retrieval_only"]
 
-    Retrieval-only cases (question -> page, no reference answer) are evaluated by the retrieval
-    stage only; leaving them out of generation saves one answer and several judge calls each.
+
+def generation_samples(samples: Sequence[EvalSample]) -> list[EvalSample]:
+    """The samples the system under test answers and the judges score: every question, with or without a
+    reference answer, except those marked retrieval-only (`mark_retrieval_only`).
+
+    A question without a reference answer is judged by every judge that needs none (faithfulness,
+    relevance, the no-LLM checks); the metrics that need one skip it with the reason "no reference
+    answer" (`ragwatch.results.NO_REFERENCE`). Logged questions are always answered.
     """
-    return [s for s in samples if s.reference_answer or s.kind == "logged"]
+    return [s for s in samples if s.kind == "logged" or not s.metadata.get(RETRIEVAL_ONLY_KEY)]
+
+
+def mark_retrieval_only(samples: Sequence[EvalSample], which: Literal["all"] | WithoutReference) -> list[EvalSample]:
+    """The samples with those evaluated by retrieval alone marked (neither answered nor judged).
+
+    `which`: "all" (the config's `retrieval_only`: no LLM at all), "retrieval_only" (only the questions
+    without a reference answer: `evaluate.without_reference: retrieval_only`), "answer" (none).
+    """
+    if which not in ("all", "answer", "retrieval_only"):
+        raise ValueError(f"which must be all, answer or retrieval_only, got {which!r}")
+    if which == "answer":
+        return list(samples)
+    return [s.model_copy(update={"metadata": {**s.metadata, RETRIEVAL_ONLY_KEY: True}})
+            if which == "all" or not (s.reference_answer or "").strip() else s
+            for s in samples]

@@ -1,13 +1,13 @@
 """What `testset` made, for the terminal: the set's size and sources, every row dropped (counts by reason,
 the first few with their line), the synthetic pairs the filters removed, and the items without a
-reference answer (their answers are neither generated nor judged).
+reference answer (answered and judged by every judge that needs none; the metrics that need one skip them).
 
 Example:
     >>> print("\\n".join(evalset_report(samples, imports_report, synthetic_testset)))  # doctest: +SKIP
     evaluation set: 10 items (0 synthetic, 10 imported)
       jsonl:/data/qa.jsonl: 10 of 12 rows imported, 2 dropped: no question (column 'query' missing or empty) x2
         line 4: no question (column 'query' missing or empty)
-      3 of 10 items have no reference answer: retrieval is measured for them, ...
+      3 of 10 items have no reference answer: the system answers them and every judge that needs no ...
 """
 
 from __future__ import annotations
@@ -44,8 +44,10 @@ def evalset_report(samples: Sequence[EvalSample], imports: Mapping[str, Any], sy
                      + (f", {written['failed']} failed" if written.get("failed") else ""))
     missing = sum(1 for s in samples if not s.reference_answer)
     if missing:
-        lines.append(f"  {missing} of {len(samples)} items have no reference answer: retrieval is measured for "
-                     "them, their answers are neither generated nor judged")
+        lines.append(f"  {missing} of {len(samples)} items have no reference answer: the system answers them and "
+                     "every judge that needs no reference scores them (faithfulness, relevance, the checks); "
+                     "correctness and similarity say \"no reference answer\" for them "
+                     "(evaluate.without_reference: retrieval_only evaluates them by retrieval alone)")
     return lines
 
 

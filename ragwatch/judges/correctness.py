@@ -1,7 +1,7 @@
 """Correctness: a 1-5 grade of the answer against the reference answer, with reasoning and a pass mark.
 
 After LlamaIndex's CorrectnessEvaluator (reasoning first, then the score; passing threshold 4.0).
-Samples without a reference answer are failed items ("no reference answer"), never guessed.
+Samples without a reference answer are skipped items ("no reference answer", `ItemScore.skipped`), never guessed.
 
 Example:
     >>> judge = CorrectnessJudge(LLMClient(LLMSettings()))  # doctest: +SKIP

@@ -55,6 +55,7 @@ class Score:
     details: dict[str, Any] = field(default_factory=dict)
     error: str | None = None
     passed: bool | None = None  # None: decided by the metric's threshold, if it has one
+    skipped: bool = False  # not applicable to the item (`ItemScore.skipped`), e.g. NO_REFERENCE
 
 
 Outcome = Score | dict[str, Score]
@@ -98,7 +99,8 @@ def metric_result(
     items = []
     for item_id, s in zip(item_ids, scores, strict=True):
         if s.error is not None or s.score is None:
-            items.append(ItemScore(item_id=item_id, error=s.error or "not scored", details=s.details))
+            items.append(ItemScore(item_id=item_id, error=s.error or "not scored", details=s.details,
+                                   skipped=s.skipped and s.error is not None))
             continue
         passed = s.passed if s.passed is not None else passes(s.score, info)
         items.append(ItemScore(item_id=item_id, score=s.score, passed=passed, details=s.details))

@@ -34,7 +34,7 @@ from ragwatch.judges.base import (
 from ragwatch.judges.engine import LLMJudge, Plan, Score
 from ragwatch.judges.registry import JudgeDeps, JudgeOptions
 from ragwatch.llm.logprobs import likert_expectation
-from ragwatch.results import MetricInfo
+from ragwatch.results import NO_REFERENCE, MetricInfo
 from ragwatch.types import EvalSample, RagAnswer, RetrievedContext
 
 PROMPT_VERSION = "likert-json-v1"
@@ -87,7 +87,7 @@ def precheck(sample: EvalSample, answer: RagAnswer, criterion: Criterion) -> str
     if (err := answer_error(answer)) is not None:
         return err
     if criterion.needs_reference and not (sample.reference_answer or "").strip():
-        return "no reference answer"
+        return NO_REFERENCE
     if criterion.needs_contexts and not answer.contexts:
         return "no retrieved contexts"
     return None
@@ -206,7 +206,7 @@ class LikertJudge(LLMJudge):
     def plan(self, sample: EvalSample, answer: RagAnswer) -> Plan:
         """One call (JSON) or one call plus one repair round (Prometheus) -> a 1-5 score."""
         if (err := precheck(sample, answer, self.criterion)) is not None:
-            return Score(error=err)
+            return Score(error=err, skipped=err == NO_REFERENCE)  # asked without a reference: not a failure
         messages = self.messages(sample, answer)
         if self.prompt_family == "json":
             (gen,) = yield [self.call(messages, LikertVerdict, self.system_prompt())]

@@ -1,7 +1,8 @@
 """Semantic similarity of answer and reference answer: cosine of their embeddings (no LLM).
 
-Rules: no reference answer -> failed item "no reference answer"; an empty answer scores 0.0 (it
-shares no meaning with the reference; the embedding of an empty string would give an arbitrary value).
+Rules: no reference answer -> skipped item "no reference answer" (`ItemScore.skipped`); an empty answer
+scores 0.0 (it shares no meaning with the reference; the embedding of an empty string would give an
+arbitrary value).
 
 Example:
     >>> from ragwatch.indexing.embeddings import EmbeddingSettings, get_embedder  # doctest: +SKIP
@@ -19,7 +20,7 @@ from ragwatch.judges.base import answer_error
 from ragwatch.judges.engine import LLMJudge, Score, check_aligned, metric_result
 from ragwatch.judges.registry import JudgeDeps, JudgeOptions, register_judge
 from ragwatch.llm.types import Usage
-from ragwatch.results import MetricInfo, MetricResult
+from ragwatch.results import NO_REFERENCE, MetricInfo, MetricResult
 from ragwatch.types import EvalSample, RagAnswer
 
 
@@ -58,7 +59,7 @@ class SimilarityJudge(LLMJudge):
             if (err := answer_error(answer)) is not None:
                 scores[i] = Score(error=err)
             elif not (sample.reference_answer or "").strip():
-                scores[i] = Score(error="no reference answer")
+                scores[i] = Score(error=NO_REFERENCE, skipped=True)
             elif not answer.answer.strip():
                 scores[i] = Score(score=0.0, details={"reason": "empty answer scores 0"})
             else:

@@ -264,11 +264,28 @@ class SystemCalls(BaseModel):
     failed: int = 0
     failures: dict[str, int] = Field(default_factory=dict)
     reasons: dict[str, int] = Field(default_factory=dict)
+    keyword_tests: int = 0  # of `questions`, those the handcrafted keyword tests asked
+
+    def plus(self, other: SystemCalls | None, *, keyword_tests: bool = False) -> SystemCalls:
+        """These calls and `other`'s (of the same system) in one count; `keyword_tests`: `other`'s questions
+        were the keyword tests', so an outage they alone saw is "could not evaluate" too."""
+        if other is None:
+            return self
+        merged = {key: getattr(self, key) + getattr(other, key)
+                  for key in ("questions", "calls", "retries", "errors", "timeouts", "answered", "failed")}
+        return SystemCalls(
+            target=self.target or other.target, **merged,
+            failures=dict(Counter(self.failures) + Counter(other.failures)),
+            reasons=dict(Counter(self.reasons) + Counter(other.reasons)),
+            keyword_tests=self.keyword_tests + (other.questions if keyword_tests else other.keyword_tests),
+        )
 
     def line(self) -> str:
         """One line, e.g. "28 requests for 20 questions, 5 errors and 4 timeouts retried, 20 answered"."""
         noun = "requests" if self.target.startswith("http") else "calls"
         text = f"{self.calls} {noun} for {self.questions} questions"
+        if self.keyword_tests:
+            text += f" ({self.keyword_tests} of them keyword tests)"
         trouble = [f"{n} {word}" for n, word in ((self.errors, "errors"), (self.timeouts, "timeouts")) if n]
         if trouble:
             text += f", {' and '.join(trouble)}" + (f" ({self.retries} retries)" if self.retries else "")

@@ -154,5 +154,5 @@ def no_nan(result: Any) -> None:
             assert item.score is not None and math.isfinite(item.score)
         else:
             assert item.error and item.score is None
-    assert result.n_scored + result.n_failed == len(result.items)
+    assert result.n_scored + result.n_failed + result.n_skipped == len(result.items)  # skipped: no reference
     assert result.n_scored == sum(1 for it in result.items if it.ok)

@@ -84,9 +84,14 @@ def test_failures_are_explicit_with_reasons():
     failed = RagAnswer(question="?", error="timeout")
     m = system_metrics([unlabelled, sample(1, "docs/b.md")],
                        [answer("u", ["docs/a.md"], text="the of and"), failed], match=MATCH, k=3)
-    assert m[HIT_RATE].n_scored == 0 and m[HIT_RATE].n_failed == 2
+    # a question without labels is skipped with its reason, apart from the failed answer
+    assert (m[HIT_RATE].n_scored, m[HIT_RATE].n_failed, m[HIT_RATE].n_skipped) == (0, 1, 1)
     errors = {it.item_id: it.error for it in m[HIT_RATE].items}
     assert "no relevance labels" in errors["u"] and "timeout" in errors["q1"]
+    assert [it.skipped for it in m[HIT_RATE].items] == [True, False]
+    coverage = system_metrics([EvalSample(id="n", question="?")], [answer("n", ["docs/a.md"], text="local")],
+                              match=MATCH)[REFERENCE_COVERAGE]
+    assert (coverage.n_failed, coverage.n_skipped) == (0, 1) and "no reference answer" in coverage.items[0].error
     assert "no content words" in m[CONTEXT_SUPPORT].items[0].error
 
 
