@@ -87,8 +87,9 @@ def _judges_failed(answers: Sequence[RagAnswer], sample_ids: Sequence[str], metr
     for name, result in metrics.items():
         if not result.info.is_judge:
             continue
-        # an item the system did not answer is the system's failure (availability), not the judge's
-        items = [it for it in result.items if it.item_id in answered]
+        # an item the system did not answer is the system's failure (availability), not the judge's; one
+        # the judge does not apply to (skipped: "no reference answer") is neither
+        items = [it for it in result.items if it.item_id in answered and not it.skipped]
         bad = [it for it in items if not it.ok]
         total, failed = total + len(items), failed + len(bad)
         if bad and (worst is None or len(bad) > worst[0]):
