@@ -261,10 +261,10 @@ def cmd_compare(runs: list[str], config: str) -> int:
     from ragwatch.config import FullConfig
     from ragwatch.config_loader import load_config
 
-    settings = load_config(config, FullConfig).evaluate  # before ZenML is imported: a typo is answered at once
+    settings = load_config(config, FullConfig)  # before ZenML is imported: a typo is answered at once
     from orchestration.compare_runs import compare_command
 
-    text, path = compare_command(runs, settings.gate)
+    text, path = compare_command(runs, settings.evaluate.gate, settings.reports_dir)
     print(text)
     print(f"\nHTML: {path} (also the 'run_comparison' artifact)")
     return 0

@@ -2,7 +2,8 @@
 
 By default the last run that evaluated its system, against that system's previous run and production.
 Two runs named explicitly may be of different systems: the comparison is then labelled a comparison of
-systems, not a regression (nothing is gated on it).
+systems, not a regression (nothing is gated on it). The page goes to the config's `reports_dir` as
+`comparison.html`, where `run.py` writes every report.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from zenml import save_artifact
 from zenml.client import Client
 from zenml.types import HTMLString
 
+from orchestration import runner
 from ragwatch.decision.compare import Comparison, compare_runs
 from ragwatch.decision.thresholds import GateThresholds
 from ragwatch.report.comparison import build_comparison_page
@@ -30,11 +32,13 @@ def _metrics_of(run_name_or_id: str):
     return run, metrics
 
 
-def compare_command(runs: list[str], thresholds: GateThresholds) -> tuple[str, Path]:
+def compare_command(runs: list[str], thresholds: GateThresholds,
+                    reports_dir: str | Path | None = None) -> tuple[str, Path]:
     """Compare the given runs (new first), or by default the last run with its system's previous run
     and production.
 
-    Prints nothing itself; returns the text table and the path of the HTML written to reports/.
+    Prints nothing itself; returns the text table and the absolute path of the HTML page, written to
+    `reports_dir` (the config's; None: where `run.py` writes reports by default).
     """
     comparisons: dict[str, Comparison] = {}
     notes: list[str] = []
@@ -83,7 +87,7 @@ def compare_command(runs: list[str], thresholds: GateThresholds) -> tuple[str, P
     text = "\n\n".join([title, verdict] + [f"== vs {label}\n{comparison_text(c)}" for label, c in comparisons.items()])
     page = build_comparison_page(comparisons, title=title)
     save_artifact(HTMLString(page), name="run_comparison")
-    path = Path("reports") / "comparison.html"
-    path.parent.mkdir(exist_ok=True)
+    path = (Path(reports_dir) if reports_dir else runner.REPORTS_DIR).absolute() / "comparison.html"
+    path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(page, encoding="utf-8")
     return text, path
