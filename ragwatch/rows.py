@@ -49,6 +49,12 @@ def open_text(path: str | Path, newline: str | None = None) -> IO[str]:
     return path.open(encoding="utf-8-sig", newline=newline)
 
 
+def open_bytes(path: str | Path) -> IO[bytes]:
+    """The file's bytes, decompressed when it ends in `.gz`."""
+    path = Path(path)
+    return gzip.open(path, "rb") if path.suffix.lower() == ".gz" else path.open("rb")
+
+
 def read_rows(path: str | Path, *, csv_format: bool | None = None) -> Iterator[Row]:
     """The rows of a CSV or JSONL file (by its suffix, unless `csv_format` says), in file order.
 
@@ -65,12 +71,13 @@ def read_rows(path: str | Path, *, csv_format: bool | None = None) -> Iterator[R
 
 def text_lines(path: str | Path) -> Iterator[tuple[int, str, str | None]]:
     """Every line of the file as `(number, text, error)`, decoded one at a time (line endings kept):
-    `error` says why a line is not UTF-8 (its text then has U+FFFD where the bad bytes were) or that a
-    gzip file ends early (its last item, with empty text); None for a good line."""
+    `error` says why a line is not UTF-8 (its text then holds each bad byte as a lone surrogate, so a
+    reader can still find whose line it was) or that a gzip file ends early (its last item, with empty
+    text); None for a good line."""
     path = Path(path)
     number = 0
     try:
-        with (gzip.open(path, "rb") if path.suffix.lower() == ".gz" else path.open("rb")) as handle:
+        with open_bytes(path) as handle:
             for chunk in handle:
                 for raw in chunk.splitlines(keepends=True):  # a lone \r ends a line too, as in text mode
                     number += 1
@@ -79,7 +86,7 @@ def text_lines(path: str | Path) -> Iterator[tuple[int, str, str | None]]:
                     try:
                         yield number, raw.decode("utf-8"), None
                     except UnicodeDecodeError as exc:
-                        yield number, raw.decode("utf-8", errors="replace"), _undecodable(exc)
+                        yield number, raw.decode("utf-8", errors="surrogateescape"), _undecodable(exc)
     except (EOFError, gzip.BadGzipFile, zlib.error) as exc:
         yield number + 1, "", (f"not a gzip file, or a broken one ({exc})" if not number else
                                f"the gzip file breaks off here ({exc}): the {number} lines before it are read, "
@@ -97,14 +104,17 @@ def _jsonl_rows(path: Path) -> Iterator[Row]:
         if error is not None:
             yield number, error
             continue
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line.rstrip("\r\n"))  # without its newline, a cut line's column is where it stops
-        except json.JSONDecodeError as exc:
-            yield number, f"not valid JSON ({exc.msg} at column {exc.colno})"
-            continue
-        yield number, row if isinstance(row, dict) else f"expected a JSON object, got {type(row).__name__}"
+        if line.strip():
+            yield number, json_object(line)
+
+
+def json_object(line: str) -> dict[str, Any] | str:
+    """One JSONL line as an object, or why it is not one."""
+    try:
+        row = json.loads(line.rstrip("\r\n"))  # without its newline, a cut line's column is where it stops
+    except json.JSONDecodeError as exc:
+        return f"not valid JSON ({exc.msg} at column {exc.colno})"
+    return row if isinstance(row, dict) else f"expected a JSON object, got {type(row).__name__}"
 
 
 def _csv_rows(path: Path) -> Iterator[Row]:

@@ -35,6 +35,8 @@ from ragwatch.logs.records import (
 )
 from ragwatch.logs.traces import ANSWER_KEYS, QUESTION_KEYS, load_objects, maybe_json, text_of
 
+EXPECTED = ("Langfuse traces: objects with id, input, output, timestamp and observations (a retriever among "
+            "them), or a flat observation export (objects with traceId and type)")
 FEEDBACK_SCORES = ("user_feedback", "user-feedback", "feedback", "thumbs", "rating")
 _DOC_TEXT = ("page_content", "content", "text", "document", "pageContent")
 
@@ -43,24 +45,27 @@ def read_langfuse(path: str | Path, *, feedback_scores: Sequence[str] = FEEDBACK
                   feedback_scale: tuple[float, float] | None = None) -> LogReadResult:
     """Every trace of a Langfuse export as a record or a bad row, with counts."""
     path = Path(path)
-    result = LogReadResult(source=str(path), format="langfuse")
+    result = LogReadResult(source=str(path), format="langfuse", expected=EXPECTED)
     objects = load_objects(path, result, ("data", "traces", "observations"))
-    traces: list[tuple[str, dict[str, Any]]] = []
+    traces: list[tuple[str, dict[str, Any] | str]] = []  # a string: why the trace is unusable
     loose: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    for where, obj in objects:
+    spoilt: dict[str, str] = {}  # trace id -> why one of its observations is unusable
+    for where, obj, error in objects:
         if "observations" in obj or "traceId" not in obj:
-            traces.append((where, obj))
+            label = f"trace {obj['id']}" if obj.get("id") and isinstance(obj["id"], str | int) else where
+            traces.append((label, obj if error is None else f"{where}: {error}"))
         else:  # a flat observation export
             loose[str(obj["traceId"])].append(obj)
-    traces += [(f"trace {tid}", {"id": tid, "observations": obs}) for tid, obs in loose.items()]
-    labelled = ((f"trace {trace['id']}" if trace.get("id") else where, trace) for where, trace in traces)
-    return collect(result, labelled, lambda trace, where: _record(trace, where, feedback_scores, feedback_scale))
+            if error is not None:
+                spoilt.setdefault(str(obj["traceId"]), f"its observation at {where}: {error}")
+    traces += [(f"trace {tid}", spoilt.get(tid) or {"id": tid, "observations": obs}) for tid, obs in loose.items()]
+    return collect(result, traces, lambda trace, where: _record(trace, where, feedback_scores, feedback_scale))
 
 
 def _record(trace: dict[str, Any], where: str, feedback_scores: Sequence[str],
             feedback_scale: tuple[float, float] | None) -> LogRecord | str:
     if not trace.get("id"):
-        raise ValueError("a trace without an id")
+        raise ValueError(f"a trace without an id (fields: {', '.join(map(repr, list(trace)[:12]))})")
     observations = [o for o in trace.get("observations") or [] if isinstance(o, dict)]
     observations.sort(key=lambda o: str(o.get("startTime") or ""))
     ids = {o.get("id") for o in observations}

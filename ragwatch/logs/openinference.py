@@ -16,13 +16,16 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from ragwatch.logs.feedback_parse import parse_feedback
 from ragwatch.logs.records import LogContext, LogReadResult, LogRecord, collect, parse_timestamp, string_list
-from ragwatch.logs.traces import ANSWER_KEYS, QUESTION_KEYS, flatten, load_objects, maybe_json, text_of
+from ragwatch.logs.traces import ANSWER_KEYS, QUESTION_KEYS, Loaded, flatten, load_objects, maybe_json, text_of
 
+EXPECTED = ("OpenInference spans: one object per span with context.trace_id, context.span_id, parent_id, "
+            "span_kind and attributes (input.value, output.value, retrieval.documents.N.document.content)")
 _DOC = re.compile(r"^retrieval\.documents\.(\d+)\.document\.(content|id|score|metadata)(?:\.(.+))?$")
 
 
@@ -77,21 +80,27 @@ def _first(flat: dict[str, Any], *keys: str) -> Any:
 def read_openinference(path: str | Path) -> LogReadResult:
     """Every trace of a span export as a record or a bad row, with counts."""
     path = Path(path)
-    result = LogReadResult(source=str(path), format="openinference")
+    result = LogReadResult(source=str(path), format="openinference", expected=EXPECTED)
     return read_spans(load_objects(path, result, ("spans", "data")), result)
 
 
-def read_spans(spans: list[tuple[str, dict[str, Any]]], result: LogReadResult) -> LogReadResult:
-    """Spans (each with where it was read) grouped by trace into records and bad rows, into `result`."""
+def read_spans(spans: Sequence[Loaded | tuple[str, dict[str, Any]]], result: LogReadResult) -> LogReadResult:
+    """Spans (each with where it was read, and why it is unusable if it is) grouped by trace into records
+    and bad rows, into `result`. An unusable span (bytes that are not UTF-8) costs its whole trace: the
+    answer is not pieced together from the spans that are left."""
     traces: dict[str, list[Span]] = defaultdict(list)
-    for where, raw in spans:
+    spoilt: dict[str, str] = {}  # trace id -> why one of its spans is unusable
+    for where, raw, *rest in spans:
+        error = rest[0] if rest else None
         span = Span(raw, where)
         if span.trace_id is None:
-            result.reject(where, "a span without context.trace_id")
+            result.reject(where, error or "a span without context.trace_id (nor trace_id / traceId)")
             continue
         traces[str(span.trace_id)].append(span)
-    return collect(result, ((f"trace {tid}", (tid, group)) for tid, group in traces.items()),
-                   lambda trace, where: _record(*trace, where))
+        if error:
+            spoilt.setdefault(str(span.trace_id), f"its span at {where}: {error}")
+    items = ((f"trace {tid}", spoilt.get(tid, (tid, group))) for tid, group in traces.items())
+    return collect(result, items, lambda trace, where: _record(*trace, where))
 
 
 def _record(trace_id: str, spans: list[Span], where: str) -> LogRecord | str:

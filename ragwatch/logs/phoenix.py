@@ -15,7 +15,7 @@ import urllib.request
 from typing import TYPE_CHECKING, Any
 
 from ragwatch.log_settings import PhoenixSource
-from ragwatch.logs.openinference import read_spans
+from ragwatch.logs.openinference import EXPECTED, read_spans
 from ragwatch.logs.records import LogReadResult
 
 if TYPE_CHECKING:
@@ -49,7 +49,8 @@ def pull_spans(source: PhoenixSource, page: int = 1000) -> LogReadResult:
         cursor = reply.get("next_cursor")
         if not cursor:
             break
-    result = LogReadResult(source=f"{base} project {source.project}", format="phoenix")
+    result = LogReadResult(source=f"{base} project {source.project}", format="phoenix", expected=EXPECTED,
+                           found=f"{len(spans)} spans" if spans else "no span in the project yet")
     return read_spans([(f"span {(s.get('context') or {}).get('span_id', i)}", s) for i, s in enumerate(spans)], result)
 
 

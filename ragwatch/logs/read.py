@@ -13,7 +13,13 @@ from ragwatch.rows import data_suffix
 
 
 def read_log(settings: LogSettings) -> LogReadResult:
-    """The records and bad rows of the configured log; FileNotFoundError / ValueError say what to fix."""
+    """The records and bad rows of the configured log; FileNotFoundError / ValueError say what to fix,
+    also a log with no answer to evaluate (why: empty, or each kind of bad row with its count, and the
+    shape expected beside the shape found)."""
+    return _read(settings).require_answers()
+
+
+def _read(settings: LogSettings) -> LogReadResult:
     if settings.format == "phoenix":
         from ragwatch.logs.phoenix import pull_spans
 

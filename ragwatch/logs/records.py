@@ -11,7 +11,12 @@ Outcomes (the keys of `LogReadResult.counts`):
 - `missing_contexts`: no contexts field (or a span tree without a retriever span): what was retrieved
   is unknown, so nothing can be judged against it. An empty list is a retrieval that found nothing
   and is kept;
-- `empty_answer`: kept, but as a failed answer (every metric counts it as a failed item, with this reason).
+- `empty_answer`: kept, but as a failed answer (every metric counts it as a failed item, with this reason);
+  it is also listed among the bad rows, named with its line (or trace) and why (e.g. no answer field).
+
+"First twenty named, then counts": `describe` names the first 20 bad rows and counts the rest per
+outcome. A log with nothing to evaluate is refused by `require_answers` saying why: an empty file, or
+each kind of bad row with its count and reason, and what the reader expected beside what it found.
 """
 
 from __future__ import annotations
@@ -27,6 +32,8 @@ from pydantic import BaseModel, Field, model_validator
 Outcome = Literal["kept", "malformed", "duplicate_trace_id", "missing_contexts", "empty_answer"]
 OUTCOMES: tuple[Outcome, ...] = ("kept", "malformed", "duplicate_trace_id", "missing_contexts", "empty_answer")
 EMPTY_ANSWER = "the logged answer is empty"
+NAMED = 20  # bad rows named one by one; the rest are counted
+_NOUNS = {"line": "row", "trace": "trace", "item": "item", "span": "span"}
 T = TypeVar("T")
 
 
@@ -78,6 +85,7 @@ class LogRecord(BaseModel):
     relevant: list[str] = Field(default_factory=list)  # relevant chunk ids / sources, when the log knows them
     where: str = ""  # "line 12" or "trace abc": where it was read
     metadata: dict[str, Any] = Field(default_factory=dict)
+    no_answer: str | None = None  # why the log gave no answer (e.g. the row has no answer field), when it gave none
 
     @model_validator(mode="after")
     def _aware(self) -> LogRecord:
@@ -87,7 +95,9 @@ class LogRecord(BaseModel):
 
     @property
     def answer_error(self) -> str | None:
-        return EMPTY_ANSWER if not self.answer.strip() else None
+        if self.answer.strip():
+            return None
+        return f"{EMPTY_ANSWER}: {self.no_answer}" if self.no_answer else EMPTY_ANSWER
 
 
 class BadRow(BaseModel):
@@ -99,12 +109,18 @@ class BadRow(BaseModel):
 
 
 class LogReadResult(BaseModel):
-    """The records of one log and everything that was not kept, with counts per outcome."""
+    """The records of one log and everything that was not kept, with counts per outcome.
+
+    `expected` and `found` are the reader's words for the shape it reads and the shape the file had
+    (e.g. "columns question, answer, ..." and "columns q, a"): said when nothing could be kept.
+    """
 
     source: str
     format: str
     records: list[LogRecord] = Field(default_factory=list)
-    bad: list[BadRow] = Field(default_factory=list)
+    bad: list[BadRow] = Field(default_factory=list)  # every row not kept, and the empty answers (kept, failed)
+    expected: str = ""
+    found: str = ""
 
     @property
     def counts(self) -> dict[str, int]:
@@ -113,19 +129,53 @@ class LogReadResult(BaseModel):
         counts["empty_answer"] = sum(1 for r in self.records if r.answer_error)  # kept as failed answers
         return {o: counts.get(o, 0) for o in OUTCOMES}
 
-    def describe(self, limit: int = 10) -> str:
-        """What was read: counts per outcome, then the first bad rows with their reason."""
+    def describe(self, limit: int = NAMED) -> str:
+        """What was read: counts per outcome, then the first `limit` bad rows with their reason, then
+        the count of the rest per outcome."""
         counts = self.counts
         head = (f"{self.source} ({self.format}): {counts['kept']} answers kept"
                 + "".join(f", {n} {o.replace('_', ' ')}" for o, n in counts.items() if o != "kept" and n))
-        lines = [head] + [f"  {b.where}: {b.outcome.replace('_', ' ')}: {b.reason}" for b in self.bad[:limit]]
+        same: dict[tuple[str, str], list[str]] = {}  # rows that share outcome and reason are named on one line
+        for b in self.bad[:limit]:
+            same.setdefault((b.outcome, b.reason), []).append(b.where)
+        lines = [head] + [f"  {', '.join(wheres)}: {outcome.replace('_', ' ')}: {reason}"
+                          for (outcome, reason), wheres in same.items()]
         if len(self.bad) > limit:
-            lines.append(f"  ... and {len(self.bad) - limit} more")
+            rest = Counter(b.outcome.replace("_", " ") for b in self.bad[limit:])
+            lines.append(f"  ... and {len(self.bad) - limit} more: " + ", ".join(f"{n} {o}" for o, n in rest.items()))
         return "\n".join(lines)
 
     def reject(self, where: str, reason: str, outcome: Outcome = "malformed") -> None:
         """Count a row or trace as not kept, with where it was read and why."""
         self.bad.append(BadRow(where=where, outcome=outcome, reason=reason))
+
+    def why_nothing(self) -> str:
+        """Why no answer was kept: an empty log (what was found: "0 bytes", "a header line only"), or each
+        kind of bad row with its count and reason (the one reason they share, else the first), and the
+        shape expected beside the one found."""
+        if not self.bad:
+            return f"an empty log ({self.found})" if self.found else "an empty log"
+        groups: dict[str, list[BadRow]] = {}
+        for b in self.bad:
+            groups.setdefault(b.outcome, []).append(b)
+        why = []
+        for outcome, rows in sorted(groups.items(), key=lambda g: -len(g[1])):
+            noun = _NOUNS.get(rows[0].where.split(" ")[0], "row")  # "line 7" is a row, "trace ab" a trace
+            what = f"{len(rows)} {noun}{'' if len(rows) == 1 else 's'} {outcome.replace('_', ' ')}"
+            reasons = Counter(b.reason for b in rows)
+            common, n = reasons.most_common(1)[0]
+            other = next(b for b in rows if b.reason != common) if len(reasons) > 1 else None
+            why.append(f"{what}: {common}" if other is None else
+                       f"{what}, {n} of them: {common} (others, e.g. {other.where}: {other.reason})")
+        shape = f"expected {self.expected}; found {self.found}" if self.expected and self.found else ""
+        return "; ".join(why) + (f". {shape[:1].upper()}{shape[1:]}" if shape else "")
+
+    def require_answers(self) -> LogReadResult:
+        """This result, when it kept an answer; else ValueError saying why nothing is usable, with the
+        counts and the first bad rows."""
+        if self.records:
+            return self
+        raise ValueError(f"{self.source}: no answer to evaluate: {self.why_nothing()}\n{self.describe()}")
 
 
 def parse_timestamp(value: Any) -> datetime:
@@ -155,20 +205,19 @@ def collect(result: LogReadResult, items: Iterable[tuple[str, T | str]], read: C
     A raw item that is a string is the reason it is not a row (as `ragwatch.rows.read_rows` gives a bad
     line): `malformed`. `read(raw, where)` returns a record, or a string for a row that parsed but has no
     contexts (`missing_contexts`); a ValueError or TypeError it raises is `malformed` with its message.
-    The first record of each trace id is kept, the rest become `duplicate_trace_id` bad rows. Bad rows
-    come in that order: malformed ones as read, then the missing contexts and duplicates.
+    The first record of each trace id is kept, the rest become `duplicate_trace_id` bad rows; a kept
+    record without an answer is named too (`empty_answer`, with why). Bad rows come in log order.
     """
-    candidates: list[tuple[str, LogRecord | str]] = []
+    first: dict[str, str] = {}
     for where, raw in items:
         if isinstance(raw, str):
             result.reject(where, raw)
             continue
         try:
-            candidates.append((where, read(raw, where)))
+            record = read(raw, where)
         except (ValueError, TypeError) as exc:
             result.reject(where, str(exc))
-    first: dict[str, str] = {}
-    for where, record in candidates:
+            continue
         if isinstance(record, str):
             result.reject(where, record, "missing_contexts")
             continue
@@ -178,6 +227,8 @@ def collect(result: LogReadResult, items: Iterable[tuple[str, T | str]], read: C
             continue
         first[record.trace_id] = where
         result.records.append(record)
+        if record.answer_error:
+            result.reject(where, f"{record.answer_error}: kept as a failed answer", "empty_answer")
     return result
 
 
