@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 import json
 from pathlib import Path
 
@@ -32,6 +33,7 @@ def test_jsonl_outcomes_each_counted_with_line_and_reason():
     assert "first read at line 1" in bad["duplicate_trace_id"].reason
     assert "no contexts" in bad["missing_contexts"].reason
     assert [r.trace_id for r in result.records if r.answer_error] == ["t6"]
+    assert bad["empty_answer"].where == "line 7" and "kept as a failed answer" in bad["empty_answer"].reason
     text = result.describe()
     assert "6 answers kept" in text and "1 missing contexts" in text
 
@@ -132,3 +134,117 @@ def test_the_committed_sample_log_is_the_same_in_every_format():
         other = read_log(LogSettings(path=str(sample / name), format=fmt))
         assert other.counts["kept"] == 540, (name, other.counts)
         assert rows(other) == rows(jsonl), name
+
+
+def _answer_rows(n: int = 20) -> list[dict]:
+    return [{"trace_id": f"t{i}", "timestamp": f"2026-11-20T{i % 24:02d}:00:00Z", "question": f"question {i}?",
+             "answer": f"answer {i}.", "contexts": [f"passage {i}"]} for i in range(n)]
+
+
+def _spans(n: int) -> list[dict]:
+    out = []
+    for t in range(n):
+        tid = f"tr{t}"
+        out.append({"context": {"trace_id": tid, "span_id": f"{tid}-root"}, "parent_id": None, "span_kind": "CHAIN",
+                    "start_time": f"2026-11-20T{t:02d}:00:00Z",
+                    "attributes": {"input": {"value": f"q{t}?"}, "output": {"value": f"a{t}."}}})
+        out.append({"context": {"trace_id": tid, "span_id": f"{tid}-ret"}, "parent_id": f"{tid}-root",
+                    "span_kind": "RETRIEVER", "start_time": f"2026-11-20T{t:02d}:00:01Z",
+                    "attributes": {"retrieval": {"documents": [{"document": {"content": f"passage {t}"}}]}}})
+    return out
+
+
+def test_undecodable_bytes_and_a_missing_answer_cost_their_row_alone_and_are_named(tmp_path):
+    """One row with byte 0xff among 20: 19 answers kept, the bad one named by line and byte; a row with no
+    `answer` field is kept as a failed answer and named by line too."""
+    rows = _answer_rows()
+    del rows[3]["answer"]
+    lines = [json.dumps(r).encode() for r in rows]
+    lines[7] = lines[7].replace(b"answer 7.", b"answer \xff7.")
+    path = tmp_path / "answers.jsonl"
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    result = read_log(LogSettings(path=str(path)))
+    assert result.counts == {"kept": 19, "malformed": 1, "duplicate_trace_id": 0, "missing_contexts": 0,
+                             "empty_answer": 1}
+    bad = {b.where: b for b in result.bad}
+    assert bad["line 8"].outcome == "malformed" and "undecodable bytes: byte 0xff" in bad["line 8"].reason
+    assert bad["line 4"].outcome == "empty_answer" and "no field 'answer'" in bad["line 4"].reason
+    t3 = next(r for r in result.records if r.trace_id == "t3")
+    assert "no field 'answer'" in t3.answer_error  # the reason every metric's failed item carries
+    text = result.describe()
+    assert "line 4: empty answer" in text and "line 8: malformed: undecodable bytes" in text
+
+
+def test_the_first_twenty_bad_rows_are_named_then_counted(tmp_path):
+    rows = _answer_rows(30)
+    for row in rows[:25]:
+        del row["contexts"]
+    rows[27]["timestamp"] = "yesterday"
+    path = tmp_path / "answers.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    text = read_tabular(path).describe()
+    assert "line 1, line 2," in text and "line 20: missing contexts: no contexts: no field 'contexts'" in text
+    assert "line 21" not in text and "... and 6 more: 5 missing contexts, 1 malformed" in text
+
+
+def test_bytes_that_are_not_utf8_cost_one_trace_in_span_and_langfuse_exports(tmp_path):
+    """A span with a bad byte costs its whole trace (not an answer pieced together from the spans left);
+    so does a Langfuse trace in a JSON list: the other traces are read."""
+    lines = [json.dumps(s).encode() for s in _spans(5)]
+    lines[5] = lines[5].replace(b"passage 2", b"passage \xff2")  # trace tr2's retriever span
+    spans = tmp_path / "spans.jsonl"
+    spans.write_bytes(b"\n".join(lines) + b"\n")
+    result = read_openinference(spans)
+    assert result.counts["kept"] == 4 and [b.where for b in result.bad] == ["trace tr2"]
+    assert result.bad[0].reason.startswith("its span at line 6: undecodable bytes: byte 0xff")
+    traces = [{"id": f"lt{t}", "timestamp": f"2026-11-20T0{t}:00:00Z", "input": f"q{t}?", "output": f"a{t}.",
+               "observations": [{"id": f"o{t}", "type": "RETRIEVER", "output": [f"passage {t}"]}]} for t in range(4)]
+    export = tmp_path / "traces.json"
+    export.write_bytes(json.dumps(traces).encode().replace(b"passage 1", b"passage \xfe1"))
+    result = read_langfuse(export)
+    assert result.counts["kept"] == 3 and [b.where for b in result.bad] == ["trace lt1"]
+    assert "byte 0xfe in observations.0.output.0" in result.bad[0].reason
+
+
+def _refusal(path: Path, fmt: str = "auto") -> str:
+    with pytest.raises(ValueError) as err:
+        read_log(LogSettings(path=str(path), format=fmt))
+    return str(err.value)
+
+
+def test_a_log_with_nothing_usable_says_why(tmp_path):
+    """Empty, a header only, a CSV without a contexts column, spans or Langfuse traces of the wrong
+    shape: each refused with why, the counts, and the shape expected beside the shape found."""
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("")
+    assert "no answer to evaluate: an empty log (0 bytes)" in _refusal(empty)
+    blank = tmp_path / "blank.jsonl"
+    blank.write_text("\n\n")
+    assert "an empty log (only blank lines)" in _refusal(blank)
+    header = tmp_path / "header.csv"
+    header.write_text("trace_id,question\n")
+    assert "an empty log (a header line only (columns 'trace_id', 'question'))" in _refusal(header)
+    no_contexts = tmp_path / "answers.csv"
+    columns = ["trace_id", "timestamp", "question", "answer"]
+    with no_contexts.open("w", newline="") as out:
+        writer = csv.DictWriter(out, fieldnames=columns, extrasaction="ignore")
+        writer.writeheader()
+        writer.writerows(_answer_rows())
+    message = _refusal(no_contexts)
+    assert ("20 rows missing contexts: no contexts: no column 'contexts' (columns found: 'trace_id', 'timestamp', "
+            "'question', 'answer')") in message
+    assert "Expected a CSV row per answer with columns 'question', 'answer', 'contexts'" in message
+    assert "0 answers kept, 20 missing contexts" in message and "line 2, line 3" in message
+    tabular = tmp_path / "rows.jsonl"
+    tabular.write_text("".join(json.dumps({k: v for k, v in r.items() if k != "trace_id"}) + "\n"
+                               for r in _answer_rows()))
+    message = _refusal(tabular, "openinference")
+    assert "20 rows malformed: a span without context.trace_id" in message
+    assert "Expected OpenInference spans" in message and "found objects with fields 'timestamp', 'question'" in message
+    message = _refusal(tabular, "langfuse")
+    assert "0 answers kept, 20 malformed" in message and "a trace without an id" in message
+    assert "Expected Langfuse traces" in message
+    broken = tmp_path / "broken.json"
+    broken.write_text('[{"id": "a",\n')
+    message = _refusal(broken, "langfuse")
+    assert "the file: malformed: not valid JSON" in message and "a JSON list that does not parse" in message
