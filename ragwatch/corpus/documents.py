@@ -27,6 +27,7 @@ from pydantic import BaseModel, Field
 
 from ragwatch.corpus.files import SkippedFile, expand_paths
 from ragwatch.corpus.markup import MarkupError, docx_to_markdown, html_to_markdown
+from ragwatch.corpus.pdf_text import TextBlock, page_blocks, pages_text
 from ragwatch.types import Document
 
 log = logging.getLogger(__name__)
@@ -275,16 +276,16 @@ def _load_pdf(path: Path, source: str) -> Document:
             )
         # Ligatures (fi, fl) expanded, so that the text matches what people type in queries.
         flags = pymupdf.TEXTFLAGS_TEXT & ~pymupdf.TEXT_PRESERVE_LIGATURES
-        pages: list[str] = []
+        blocks: list[list[TextBlock]] = []
         try:
             for page in pdf:
-                # One text block per paragraph, separated by a blank line for the chunker.
-                blocks = page.get_text("blocks", flags=flags)
-                pages.append("\n\n".join(b[4].strip() for b in blocks if b[6] == 0 and b[4].strip()))
+                blocks.append(page_blocks(page, flags))
         except Exception as exc:
-            raise _Skip(f"corrupt PDF, page {len(pages) + 1} cannot be read ({exc})") from None
+            raise _Skip(f"corrupt PDF, page {len(blocks) + 1} cannot be read ({exc})") from None
         meta = pdf.metadata or {}
         repaired = bool(getattr(pdf, "is_repaired", False))
+    # Paragraphs of whole sentences (lines joined, hyphenation undone), running headers dropped.
+    pages, running_dropped = pages_text(blocks)
     if not any(p.strip() for p in pages):
         raise _Skip(f"no text layer ({len(pages)} page(s) of images only); OCR it first (e.g. ocrmypdf)")
 
@@ -306,6 +307,8 @@ def _load_pdf(path: Path, source: str) -> Document:
         metadata["pages_without_text"] = empty
     if repaired:
         metadata["repaired"] = True
+    if running_dropped:
+        metadata["running_blocks_dropped"] = running_dropped
     return _document(source, "".join(text_parts), "pdf", metadata, page_starts)
 
 
