@@ -209,6 +209,9 @@ def _retrieval_matrices(metrics: Mapping[str, MetricResult]) -> str:
             f', <span class="warn">{failed} failed item scores</span>' if failed else "") + ")</span>"
         out.append(f'<table class="retrieval-matrix" data-mode="{esc(mode)}"><caption>{caption}</caption>'
                    f"<thead><tr><th>measure</th>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>")
+    # e.g. a measure trivially reached (k >= the corpus's documents): said once, not per mode
+    if notes := list(dict.fromkeys(w for m in metrics.values() for w in m.details.get("warnings", []))):
+        out.append('<div class="warnbox"><ul>' + "".join(f"<li>{esc(w)}</li>" for w in notes) + "</ul></div>")
     return "".join(out)
 
 

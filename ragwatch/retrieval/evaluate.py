@@ -3,8 +3,11 @@
 A question without relevant items is an explicit failure, not a 0. With the corpus given
 (`corpus_chunks` or `corpus_sources`), a label that matches nothing in the index is dropped, a
 question left without labels fails with the reason, and when most labels match nothing the report
-warns, naming the relevance kind used and the kind the labels look like. Each metric declares its
-identity (`MetricInfo`: family "retrieval", measure, k).
+warns, naming the relevance kind used and the kind the labels look like. With the corpus known, a hit
+rate or recall at a k no smaller than the corpus's documents (or chunks, for questions ranked by
+chunk) is reached trivially, whatever the retriever does: the metric carries a warning saying so
+(`details["warnings"]`, also in `RetrievalReport.warnings`). Each metric declares its identity
+(`MetricInfo`: family "retrieval", measure, k).
 
 Example:
     >>> rankings = index.search_many([s.question for s in samples], 10, "hybrid", embedder)
@@ -39,6 +42,8 @@ if TYPE_CHECKING:
     import pandas as pd
 
 DEFAULT_KS = (1, 3, 5, 10)
+# With every unit of the corpus in the top k, any labelled unit is in it: these measures are 1 for any ranking.
+TRIVIAL_AT_K = ("hit_rate", "recall")
 NO_LABELS = "no relevance labels: the sample has no relevant item (grade > 0) to match against"
 logger = logging.getLogger(__name__)
 
@@ -239,7 +244,39 @@ def evaluate_retrieval(
         name: MetricResult.from_items(name, its, seed=seed, details=dict(details), info=infos[name])
         for name, its in items.items()
     }
+    if corpus is not None:
+        sizes = corpus_sizes(corpus_sources, corpus_chunks)
+        for k in ks:
+            warning = trivial_warning(k, units, sizes)
+            if warning is None:
+                continue
+            warnings.append(warning)
+            for measure in TRIVIAL_AT_K:
+                metric = metrics[f"{measure}@{k}"]
+                metric.details["warnings"] = [*metric.details.get("warnings", []), warning]
     return RetrievalReport(metrics=metrics, per_question=rows, ks=list(ks), match=match, warnings=warnings)
+
+
+def corpus_sizes(corpus_sources: Iterable[str] | None, corpus_chunks: Sequence[Chunk] | None) -> dict[str, int]:
+    """How many documents (and chunks, when the chunks are given) the ranked corpus holds: what a ranking by
+    document or by chunk can hold at most. Documents are counted as `document_ranking` tells them apart."""
+    if corpus_chunks is None:
+        return {"document": len(set(corpus_sources or ()))}
+    return {"document": len({c.document_id or c.source for c in corpus_chunks}), "chunk": len(corpus_chunks)}
+
+
+def trivial_warning(k: int, units: Counter[str], sizes: dict[str, int]) -> str | None:
+    """The warning for hit rate and recall at `k` when every unit of the corpus fits in the top k, for the
+    questions ranked by that unit (`units`: scored questions per rank unit); None when none does."""
+    trivial = [(unit, n) for unit, n in units.items() if n and unit in sizes and 0 < sizes[unit] <= k]
+    if not trivial:
+        return None
+    unit, n = max(trivial, key=lambda pair: pair[1])
+    plural = "documents" if unit == "document" else "chunks"
+    scope = "" if n == sum(units.values()) else f" for the {n} of {sum(units.values())} questions ranked by {unit}"
+    return (f"hit_rate@{k}, recall@{k}: trivially reached: k={k} >= the corpus's {sizes[unit]} {plural}, so every "
+            f"{unit} is in the top {k}{scope} whatever the ranking; read them at a k below {sizes[unit]} "
+            "(evaluate.retrieval.ks) or on a larger corpus")
 
 
 def compare_retrievers(
