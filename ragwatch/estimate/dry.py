@@ -83,7 +83,9 @@ class DryClient(LLMClient):
                 count.reply_basis, count.reply_tokens = "history", seen.completion_tokens
             elif (other := typical(self.history, None, stage)) is not None:  # same prompts, another model
                 count.reply_basis, count.reply_tokens = "history of another model", other.completion_tokens
-            count.rate = stage_rate(self.history, self.settings.model, stage)  # never another model's
+            # never another model's; of runs whose calls read about as much as the stage's first
+            count.rate = stage_rate(self.history, self.settings.model, stage,
+                                    prompt_tokens=count_tokens(self.settings.model, request.messages))
             batches = [r for r in self.history if r.batch and r.model == self.settings.model and r.stage == stage]
             if batches:
                 count.batch_wall_s = batches[-1].wall_s

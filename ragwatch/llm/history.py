@@ -139,6 +139,9 @@ RATE_RUNS = 10  # the newest runs of the stage: an old run on other code or hard
 # spread is other work on the machine; the very fastest may be noise, or a run with lighter calls.
 RATE_QUANTILE = 0.25
 RATE_MAX_FAILED = 0.1  # a run whose calls failed fast (a refused connection) says nothing of their time
+# a run whose calls read more than this many times fewer or more prompt tokens (a test's tiny prompts, another
+# config's) is not a rate for these calls, while a run of alike calls exists
+RATE_ALIKE = 2.0
 
 
 class StageRate(BaseModel):
@@ -155,6 +158,7 @@ class StageRate(BaseModel):
     fastest: float  # per-call seconds of the fastest and the slowest of those runs
     slowest: float
     quantile: float = RATE_QUANTILE
+    unlike: bool = False  # no run had calls alike these (prompt tokens per call): read from all runs
 
     def describe(self) -> str:
         """Which figure it is and where it comes from: "<s>/call: the 0.25 quantile of <n> runs (<calls>
@@ -162,15 +166,18 @@ class StageRate(BaseModel):
         when = f"{_when(self.first)} to {_when(self.last)} UTC" if self.runs > 1 else f"{_when(self.last)} UTC"
         pick = "that run" if self.runs == 1 else f"the {self.quantile:.2f} quantile of {self.runs} runs"
         spread = f"; the runs took {self.fastest:.2f}-{self.slowest:.2f} s/call" if self.runs > 1 else ""
-        return f"{self.seconds_per_call:.2f} s/call: {pick} ({self.calls:,} calls, {when}{spread})"
+        unlike = "; their calls' prompts differ from these by more than 2x" if self.unlike else ""
+        return f"{self.seconds_per_call:.2f} s/call: {pick} ({self.calls:,} calls, {when}{spread}{unlike})"
 
 
-def stage_rate(records: Iterable[StageRecord], model: str, stage: str, *, runs: int = RATE_RUNS,
-               quantile: float = RATE_QUANTILE) -> StageRate | None:
+def stage_rate(records: Iterable[StageRecord], model: str, stage: str, *, prompt_tokens: float | None = None,
+               runs: int = RATE_RUNS, quantile: float = RATE_QUANTILE) -> StageRate | None:
     """The stage's seconds per call sent: per run (records of one `run_id` summed: wall over calls), the
     newest `runs` runs, the `quantile` of their figures (an observed run's, not an interpolation); None
     when no online run of this model sent calls in this stage. Records without a run id count as runs of
-    their own; batch records are left out (a provider queue's wait is not a rate)."""
+    their own; batch records are left out (a provider queue's wait is not a rate). With `prompt_tokens`
+    (per call of the calls to time) only runs whose calls read within `RATE_ALIKE`x as many count, while
+    there is one."""
     groups: dict[str, list[StageRecord]] = {}
     for k, r in enumerate(records):
         if r.model == model and r.stage == stage and not r.batch and r.calls > 0 and r.wall_s > 0:
@@ -180,14 +187,18 @@ def stage_rate(records: Iterable[StageRecord], model: str, stage: str, *, runs: 
         calls = sum(r.calls for r in group)
         if sum(r.failures for r in group) <= RATE_MAX_FAILED * calls:
             usable.append((max(r.time for r in group), min(r.time for r in group), calls,
-                           sum(r.wall_s for r in group) / calls))
-    usable = sorted(usable)[-runs:]  # the newest runs, by their last record
+                           sum(r.wall_s for r in group) / calls, sum(r.prompt_tokens for r in group) / calls))
+    alike = [u for u in usable if not prompt_tokens or not u[4]
+             or 1 / RATE_ALIKE <= u[4] / prompt_tokens <= RATE_ALIKE]
+    unlike = bool(usable) and not alike
+    usable = sorted(alike or usable)[-runs:]  # the newest runs, by their last record
     if not usable:
         return None
     per_call = sorted(u[3] for u in usable)
     return StageRate(model=model, stage=stage, seconds_per_call=per_call[int(quantile * (len(per_call) - 1))],
                      runs=len(usable), calls=sum(u[2] for u in usable), first=min(u[1] for u in usable),
-                     last=max(u[0] for u in usable), fastest=per_call[0], slowest=per_call[-1], quantile=quantile)
+                     last=max(u[0] for u in usable), fastest=per_call[0], slowest=per_call[-1], quantile=quantile,
+                     unlike=unlike)
 
 
 def _when(t: float) -> str:

@@ -43,13 +43,13 @@ LOCAL_JUDGE, HOSTED = "local/qwen2.5-coder-1.5b-instruct", "gpt-4o-mini"
 
 
 def run_records(t: float, run: str, per_call: float, *, calls: int = 65, model: str = LOCAL_JUDGE,
-                stage: str = JUDGE, pieces: int = 1, failures: int = 0) -> list[StageRecord]:
+                stage: str = JUDGE, pieces: int = 1, failures: int = 0, prompt: int = 0) -> list[StageRecord]:
     """One run's records of a stage: `pieces` batches whose wall times add up to `per_call` x calls."""
     share = calls // pieces
     sizes = [share] * (pieces - 1) + [calls - share * (pieces - 1)]
     # latency sums the calls' waits for a slot: far above the wall time with 4 calls in flight
     return [StageRecord(time=t + k, model=model, stage=stage, requests=n, calls=n, failures=failures if k == 0 else 0,
-                        latency_s=n * n / 8 * per_call, wall_s=n * per_call, run_id=run)
+                        prompt_tokens=n * prompt, latency_s=n * n / 8 * per_call, wall_s=n * per_call, run_id=run)
             for k, n in enumerate(sizes)]
 
 
@@ -105,3 +105,15 @@ def test_records_without_a_run_id_are_runs_of_their_own(tmp_path, monkeypatch):
     rate = stage_rate(read_history(), LOCAL_JUDGE, JUDGE)
     assert rate is not None and rate.runs == 3 and rate.seconds_per_call == pytest.approx(4.5)
     assert read_history(path=tmp_path / "usage" / "history.jsonl") == read_history()
+
+
+def test_runs_of_unlike_calls_are_not_the_rate_while_alike_ones_exist():
+    """A test suite's runs of the same model and stage on tiny prompts are fast; the config's runs read 600
+    tokens a call. Timing 600-token calls reads the alike runs; with none alike, all runs, and says so."""
+    tiny = [r for k in range(6) for r in run_records(100.0 + k, f"test{k}", 0.4, prompt=40)]
+    real = [r for k, s in enumerate([4.6, 9.0]) for r in run_records(200.0 + k, f"real{k}", s, prompt=600)]
+    rate = stage_rate(tiny + real, LOCAL_JUDGE, JUDGE, prompt_tokens=640)
+    assert rate.seconds_per_call == pytest.approx(4.6) and rate.runs == 2 and not rate.unlike
+    assert stage_rate(tiny + real, LOCAL_JUDGE, JUDGE).seconds_per_call == pytest.approx(0.4)  # unfiltered
+    fallback = stage_rate(tiny, LOCAL_JUDGE, JUDGE, prompt_tokens=640)
+    assert fallback.unlike and "differ from these by more than 2x" in fallback.describe()
