@@ -93,7 +93,7 @@ class FeedbackSettings(_Strict):
 
 
 class MonitorConfig(_Strict):
-    """`python run.py monitor --config FILE`: the whole configuration of a monitor run."""
+    """The whole configuration of a monitor run (`python run.py monitor --config configs/monitor.yaml`)."""
 
     PATH_KEYS: ClassVar[tuple[str, ...]] = ("logs.path", "reports_dir")
 

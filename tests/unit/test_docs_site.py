@@ -1,6 +1,7 @@
-"""The docs hold: the site builds with no warning, the README's links resolve, every `python run.py`
-command in the README and the docs parses as written and names config files that exist (the shell
-blocks' commands also run: tests/integration/test_docs_commands.py)."""
+"""The docs hold: the site builds with no warning, the README renders as a page (every table row a
+row) and its links resolve, no doc cites a file outside the repository, the README lists every exit
+code, every `python run.py` command in the README and the docs parses as written and names config files
+that exist (the shell blocks' commands also run: tests/integration/test_docs_commands.py)."""
 
 from __future__ import annotations
 
@@ -17,6 +18,10 @@ import pytest
 from markdown.extensions.toc import slugify
 
 from tests.doc_commands import DOC_FILES, FENCE, ROOT
+
+# what the site renders with (mkdocs.yml `markdown_extensions`), less the highlighting that needs no check
+MARKDOWN_EXTENSIONS = ["tables", "attr_list", "toc", "pymdownx.superfences"]
+SEPARATOR_ROW = re.compile(r"\|?\s*:?-+:?\s*(\|\s*:?-+:?\s*)*\|?")
 
 COMMAND = re.compile(r"(?:\.venv/bin/)?python run\.py\b[^&;|#`\n]*")
 SYNOPSIS = ("[", "|", "<", "...", "…")  # an inline command with these documents syntax, not a run
@@ -66,6 +71,58 @@ def test_every_readme_link_resolves():
         assert target.exists(), f"README links to {link}: {target} does not exist"
         if anchor:
             assert anchor in _anchors(target), f"README links to {link}: no heading or id {anchor!r} there"
+
+
+def _rendered_tables(text: str) -> tuple[int, int, list[str]]:
+    """(table row lines in the Markdown, rows in the HTML, rendered text lines that start with a raw `|`)."""
+    import markdown
+
+    source = [line for line in FENCE.sub("", text).splitlines()
+              if line.lstrip().startswith("|") and not SEPARATOR_ROW.fullmatch(line.strip())]
+    page = markdown.markdown(text, extensions=MARKDOWN_EXTENSIONS)
+    prose = re.sub(r"<(pre|code)\b[^>]*>.*?</\1>", "", page, flags=re.S)
+    raw = [line for line in re.sub(r"<[^>]+>", "\n", prose).splitlines() if line.strip().startswith("|")]
+    return len(source), len(re.findall(r"<tr>", page)), raw
+
+
+def test_the_readme_renders_as_a_page():
+    rows, rendered, raw = _rendered_tables((ROOT / "README.md").read_text(encoding="utf-8"))
+    assert rows >= 16, "the Read on table"
+    assert not raw and rendered == rows, f"{rows - rendered} table row(s) render as raw pipes: {raw[:3]}"
+
+
+def test_a_paragraph_inside_a_table_is_caught():
+    broken = "| a | b |\n|---|---|\n| 1 | 2 |\n\nA paragraph.\n| 3 | 4 |\n| 5 | 6 |\n"
+    rows, rendered, raw = _rendered_tables(broken)
+    assert rows == 4 and rendered == 2 and raw
+
+
+@pytest.mark.parametrize("page", DOC_FILES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_every_docs_page_renders_its_tables(page):
+    rows, rendered, raw = _rendered_tables(page.read_text(encoding="utf-8"))
+    assert not raw and rendered == rows, f"{page}: {rows - rendered} table row(s) render as raw pipes: {raw[:3]}"
+
+
+def test_no_doc_cites_a_file_outside_the_repository():
+    tracked = subprocess.run(["git", "ls-files", "*.md"], cwd=ROOT, capture_output=True, text=True, check=True)
+    docs = {ROOT / name for name in tracked.stdout.split()} | set(DOC_FILES)
+    outside = re.compile(r"\.\./shared\b|/work/shared\b")
+    cited = [f"{page.relative_to(ROOT)}:{n}" for page in sorted(docs) if page.is_file()
+             for n, line in enumerate(page.read_text(encoding="utf-8").splitlines(), start=1) if outside.search(line)]
+    assert not cited, f"a file outside the repository is cited (name a repository path, or drop it): {cited}"
+
+
+def test_the_readme_lists_every_exit_code():
+    import run
+
+    readme = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
+    codes = {int(c) for c in re.findall(r"\b(\d) (?:success|the gate|bad input|could not evaluate)",
+                                        " ".join(run.__doc__.split()))}
+    assert codes == {0, 1, 2, 3}, "run.py's docstring lists the exit codes"
+    listed = re.search(r"Exit codes: (.*?)\(\[Comparison, gate and CI\]", readme)
+    assert listed is not None, "the README lists the exit codes before its link to the gate page"
+    for code, meaning in ((0, "promoted"), (1, "not promoted"), (2, "bad input or config"), (3, "could not evaluate")):
+        assert f"{code} {meaning}" in listed.group(1).replace("a bad", "bad"), f"exit code {code} ({meaning})"
 
 
 def test_the_readme_is_a_map():
