@@ -78,6 +78,7 @@ SHOULD_MOVE = {"invents": ["answer/context_support"],
 INVENTED = ("It also needs the Zephyr orchestration plugin version 7, which ships only with the enterprise "
             "edition and runs on Mondays.")
 LAST_DAY = datetime(2026, 11, 20, tzinfo=UTC)
+FEEDBACK_RATE = 0.2  # the share of answers a user rates (at random: the monitor's level assumes it)
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
 _WORD = re.compile(r"[A-Za-z][A-Za-z\-]{3,}")
 
@@ -138,14 +139,27 @@ def answer_all(index: Index, qs: list[tuple[str, str, str]], reply, top_k: int) 
         return rag.answer_many([q for q, _, _ in qs])
 
 
+def served(answer: str, reference: str) -> bool:
+    """The answer says what the question was written from: most of the reference sentence's words are in it."""
+    words = {w.lower() for w in _WORD.findall(reference)}
+    return bool(words) and sum(w in answer.lower() for w in words) / len(words) >= 0.6
+
+
+def thumbs_up_chance(answer: str, reference: str) -> float:
+    """A user's chance of a thumb up: high when the answer served them, low when it did not, and an
+    invented sentence costs some (noisy: users disagree, misclick, and rate the tone too)."""
+    chance = 0.85 if served(answer, reference) else 0.3
+    return chance - (0.25 if INVENTED in answer else 0.0)
+
+
 def records(qs: list[tuple[str, str, str]], answers: list[RagAnswer], day: datetime, version: str,
             prefix: str) -> list[LogRecord]:
     rng = random.Random(f"{prefix}{day}")
     out = []
     for i, ((question, reference, page), answer) in enumerate(zip(qs, answers, strict=True)):
         feedback = None
-        if rng.random() < 0.3:  # three users in ten click a thumb; an invented sentence annoys some
-            up = rng.random() < (0.55 if INVENTED in answer.answer else 0.75)
+        if rng.random() < FEEDBACK_RATE:  # a user in five clicks a thumb, whatever the answer
+            up = rng.random() < thumbs_up_chance(answer.answer, reference)
             feedback = {"kind": "thumbs", "value": float(up)}
         out.append(LogRecord(
             trace_id=f"{prefix}-{day:%Y%m%d}-{i:04d}", question=question, answer=answer.answer,

@@ -43,8 +43,11 @@ def select_windows_step(log: LogReadResult, window: WindowSettings, at: str | No
 
 
 @step
-def evaluate_window_step(window: LogWindow, config: MonitorConfig) -> Annotated[WindowEvaluation, "window_evaluation"]:
-    """The window's answers measured as they were given: no generator call."""
+def evaluate_window_step(window: LogWindow, config: MonitorConfig, code_version: str = ""
+                         ) -> Annotated[WindowEvaluation, "window_evaluation"]:
+    """The window's answers measured as they were given: no generator call. `code_version`
+    (`ragwatch.code_version`) is read by nobody: it is in the step's cache key, so new evaluation code
+    re-evaluates a window instead of serving its old figures (the LLM cache still serves unchanged calls)."""
     export_api_keys()
     evaluation = evaluate_window(window, config)
     log_metadata(metadata={"window": {"name": window.name, "answers": len(window.records),

@@ -19,7 +19,7 @@ from ragwatch.artifacts import MetricGroup
 from ragwatch.judges import JudgesConfig
 from ragwatch.logs.drift import DriftComparison, compare_windows
 from ragwatch.logs.evaluate import evaluate_logged, log_samples
-from ragwatch.logs.feedback import FeedbackSummary, attach_feedback
+from ragwatch.logs.feedback import FeedbackChange, FeedbackSummary, attach_feedback, feedback_changes
 from ragwatch.logs.records import BadRow, LogReadResult
 from ragwatch.logs.settings import MonitorConfig
 from ragwatch.logs.window import LogWindow, Windows
@@ -27,7 +27,7 @@ from ragwatch.results import MetricResult
 
 
 class WindowEvaluation(BaseModel):
-    """A window's sample and its figures: metrics (with feedback labels attached) and the feedback summary."""
+    """A window's sample and its figures: the metrics and what users said (the feedback summary)."""
 
     window: LogWindow
     metrics: MetricGroup
@@ -40,16 +40,20 @@ class WindowEvaluation(BaseModel):
 
 def evaluate_window(window: LogWindow, config: MonitorConfig, embedder: Any = None) -> WindowEvaluation:
     """The window's answers, measured as they were given (no generator call): the judges (and the
-    feedback they are labelled with) on the sample, the metrics that need no LLM call on every answer."""
+    feedback's level from them) on the sample, the metrics that need no LLM call (and the feedback's
+    share) on every answer."""
     if not window.records:
-        return WindowEvaluation(window=window, metrics=MetricGroup(group="logged", details={"generator_calls": 0}))
+        return WindowEvaluation(window=window, metrics=MetricGroup(group="logged", details={"generator_calls": 0}),
+                                feedback=FeedbackSummary(window=window.name))
     samples = log_samples(window.records)
     group = evaluate_logged(samples, config.judges, config.match, embedder)
     if window.unsampled:  # the budget is about LLM calls: what costs none is measured on the whole window
         whole = evaluate_logged(log_samples(window.all_records), JudgesConfig(enabled=[]), config.match)
         group.metrics.update(whole.metrics)
         group.details["n_answers_costless"] = len(window.all_records)
-    metrics, feedback = attach_feedback(group.metrics, samples, config.feedback)
+    every = log_samples(window.all_records) if window.unsampled else samples
+    metrics, feedback = attach_feedback(group.metrics, samples, config.feedback, window_samples=every,
+                                        window=window.name, confidence=config.drift.confidence)
     return WindowEvaluation(window=window, metrics=group.model_copy(update={"metrics": metrics}), feedback=feedback)
 
 
@@ -73,7 +77,9 @@ class MonitorReport(BaseModel):
     metrics: dict[str, dict[str, Any]] = Field(default_factory=dict)  # the current window's summary
     unavailable: dict[str, str] = Field(default_factory=dict)
     comparisons: list[DriftComparison] = Field(default_factory=list)
-    feedback: FeedbackSummary = Field(default_factory=FeedbackSummary)
+    feedback: FeedbackSummary = Field(default_factory=FeedbackSummary)  # the current window's
+    feedback_windows: dict[str, FeedbackSummary] = Field(default_factory=dict)  # label -> each distinct window's
+    feedback_changes: list[FeedbackChange] = Field(default_factory=list)  # the current window's vs the earlier ones
     usage: dict[str, dict[str, Any]] = Field(default_factory=dict)  # role -> calls, tokens, cost (this run)
     annotations_written: int = 0  # verdicts written back to the trace source (Phoenix span annotations)
 
@@ -101,7 +107,8 @@ class MonitorReport(BaseModel):
 
     def metadata(self) -> dict[str, Any]:
         """Stable keys, the same in every run: `monitor` (window and counts), `drift_vs_previous`,
-        `drift_vs_reference` (metric -> diff, interval, verdict), `feedback`."""
+        `drift_vs_reference` (metric -> diff, interval, verdict), `feedback` (per kind: the current
+        window's share, its changes; per metric: the prediction-powered level; per window: the shares)."""
         out: dict[str, Any] = {"monitor": {"verdict": self.verdict_line(), "log_counts": dict(self.counts),
                                            "windows": dict(self.windows),
                                            "metrics": {k: {f: v for f, v in s.items() if v is not None}
@@ -115,9 +122,27 @@ class MonitorReport(BaseModel):
                                                      "level": r.level, "method": "unpaired"}.items()
                                          if v is not None}
                         for r in comparison.rows}
-        out["feedback"] = {f.kind: {"score": f.score, "ci_low": f.ci_low, "ci_high": f.ci_high, "n": f.n,
-                                    "labels": f.labels or "none"} for f in self.feedback.figures}
+        out["feedback"] = feedback_metadata(self)
         return out
+
+
+def feedback_metadata(report: MonitorReport) -> dict[str, Any]:
+    """The `feedback` metadata: the current window's shares and changes, its levels, each window's shares."""
+    shares: dict[str, Any] = {}
+    for f in report.feedback.figures:
+        shares[f.kind] = {"score": f.score, "ci_low": f.ci_low, "ci_high": f.ci_high, "n": f.n,
+                          "labels": f.labels or "none"}
+        for c in report.feedback_changes:
+            if c.kind == f.kind:
+                key = "change_" + c.label.replace(" window", "").replace(" ", "_")  # change_vs_previous
+                shares[f.kind][key] = {"diff": c.diff, "ci_low": c.ci_low, "ci_high": c.ci_high,
+                                       "n_new": c.n_new, "n_old": c.n_old, "method": "unpaired"}
+    levels = {lv.metric: {"score": lv.score, "ci_low": lv.ci_low, "ci_high": lv.ci_high, "n_labels": lv.n_labels,
+                          "n_judged": lv.n_judged, "judge_mean": lv.judge_mean, "lambda": lv.lam,
+                          "method": "ppi++ from user feedback"} for lv in report.feedback.levels}
+    windows = {s.window: {f.kind: {"score": f.score, "ci_low": f.ci_low, "ci_high": f.ci_high, "n": f.n}
+                          for f in s.figures} for s in report.feedback_windows.values()}
+    return {"shares": shares, "levels": levels, "windows": windows}
 
 
 def _usage(evaluations: list[WindowEvaluation]) -> dict[str, dict[str, Any]]:
@@ -138,8 +163,14 @@ def monitor_report(log: LogReadResult, windows: Windows, current: WindowEvaluati
     report = MonitorReport(source=log.source, counts=log.counts, bad=log.bad[:20],
                            metrics=current.metrics.summary(), unavailable=current.metrics.unavailable,
                            feedback=current.feedback, usage=_usage([current, previous, reference]))
-    for evaluation in (current, previous, reference):
-        report.windows[evaluation.window.label] = evaluation.window.describe()
+    # the labels from `windows`: a window's evaluation may come from the step cache, where it was "current"
+    for label, window in (("current", windows.current), ("previous", windows.previous),
+                          ("reference", windows.reference)):
+        report.windows[label] = window.describe()
+    for label, evaluation in (("current", current), ("previous", previous), ("reference", reference)):
+        if not evaluation.empty and all(s.window != evaluation.feedback.window
+                                        for s in report.feedback_windows.values()):
+            report.feedback_windows[label] = evaluation.feedback
     new = current.metrics.metrics
     name = current.window.name
     for label, old in (("vs previous window", previous), ("vs reference window", reference)):
@@ -149,6 +180,7 @@ def monitor_report(log: LogReadResult, windows: Windows, current: WindowEvaluati
             continue  # nothing to compare, or the reference is this window or the previous one
         report.comparisons.append(compare_windows(new, old.metrics.metrics, config.drift, label=label,
                                                   new_window=name, old_window=old.window.name))
+        report.feedback_changes += feedback_changes(current.feedback, old.feedback, label, config.drift.confidence)
     if config.window.by_system_version:
         report.comparisons += version_comparisons(current, config)
     return report

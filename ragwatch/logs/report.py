@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ragwatch.fmt import fmt_num, fmt_signed
+from ragwatch.logs.feedback import SELF_SELECTED, level_text
 from ragwatch.report.style import CSS, esc
 
 if TYPE_CHECKING:
@@ -25,6 +26,40 @@ def usage_text(report: MonitorReport) -> str:
             f"${judge.get('cost_usd', 0.0):.4f}")
 
 
+def feedback_text(report: MonitorReport) -> str:
+    """What users said, window by window: each kind's share with its interval and n, the current window's
+    change against the earlier ones, the prediction-powered level of the metric it labels, and what
+    feedback measures."""
+    windows = report.feedback_windows or ({"current": report.feedback} if report.feedback.figures else {})
+    if not any(s.figures for s in windows.values()):
+        return report.feedback.text()
+    lines = ["user feedback, per window (beside the metrics, not instead of careful labels):"]
+    kinds = list(dict.fromkeys(f.kind for s in windows.values() for f in s.figures))
+    for kind in kinds:
+        labels = next((f.labels for s in windows.values() for f in s.figures if f.kind == kind and f.labels), None)
+        lines.append(f"  {kind} ({f'labels {labels}' if labels else 'labels no metric'}):")
+        for label, summary in windows.items():
+            figure = summary.figure(kind)
+            if figure is None:
+                lines.append(f"    {label:<9} {summary.window}: none of {summary.n_answers} answers")
+                continue
+            lines.append(f"    {label:<9} {summary.window}: {fmt_num(figure.score)} [{fmt_num(figure.ci_low)}, "
+                         f"{fmt_num(figure.ci_high)}] n={figure.n} of {summary.n_answers} answers")
+            if label == "current":
+                lines += [f"              change {c.text()}" for c in report.feedback_changes if c.kind == kind]
+        notes = {f.note for s in windows.values() for f in s.figures if f.kind == kind and f.note != SELF_SELECTED}
+        lines += [f"    note: {note}" for note in sorted(notes) if note]
+    levels = [(label, level) for label, s in windows.items() for level in s.levels]
+    if levels:
+        lines.append("  prediction-powered level per window (the judge on every judged answer, corrected by the "
+                     "feedback on the judged answers that have one):")
+        lines += [f"    {label:<9} {windows[label].window}: {level_text(level, ' ' * 15)}" for label, level in levels]
+    lines += [f"    {label:<9} {s.window}: {metric}: no level: {reason}"
+              for label, s in windows.items() for metric, reason in s.skipped.items()]
+    lines.append(f"  what feedback measures: {SELF_SELECTED}")
+    return "\n".join(lines)
+
+
 def report_text(report: MonitorReport) -> str:
     counts = report.counts
     lines = [f"monitor: {report.verdict_line()}", "",
@@ -38,7 +73,7 @@ def report_text(report: MonitorReport) -> str:
     lines += [f"  {name}: {reason}" for name, reason in sorted(report.unavailable.items())]
     for comparison in report.comparisons:
         lines += ["", comparison.text()]
-    lines += ["", report.feedback.text(), "", usage_text(report)]
+    lines += ["", feedback_text(report), "", usage_text(report)]
     if report.annotations_written:
         lines.append(f"wrote the verdict of {report.annotations_written} traces back to their source "
                      "as span annotations")
@@ -71,6 +106,6 @@ def report_html(report: MonitorReport) -> str:
                          f"<td style='color:{_COLOURS[r.verdict]};font-weight:600'>{esc(verdict)}</td>"
                          f"<td>{esc(r.note)}</td></tr>")
         parts.append("</table>")
-    parts.append(f"<h2>User feedback</h2><pre>{esc(report.feedback.text())}</pre>")
+    parts.append(f"<h2>User feedback</h2><pre>{esc(feedback_text(report))}</pre>")
     parts.append(f"<h2>Usage</h2><pre>{esc(usage_text(report))}</pre></body></html>")
     return "".join(parts)

@@ -140,10 +140,11 @@ def test_feedback_labels_the_metric_it_means_and_the_rest_is_reported_beside(tmp
     metrics, summary = attach_feedback(group.metrics, samples, FeedbackSettings())
     passed = metrics["answer_relevance/pass"]
     assert passed.info.binary and passed.score == 1.0  # the judge says 5 everywhere
-    # t1 up, t2 down (t6 has an empty answer: a failed item, its label unused): the labels pull the estimate down
-    assert passed.labelled is not None and passed.labelled.n_labels == 2 and passed.labelled.score < 1.0
-    rating = metrics["answer_relevance"].labelled
-    assert rating is not None and rating.n_labels == 2  # ratings 4 and 2 of 1-5, on the judge's own scale
+    assert passed.labelled is None  # feedback is shown beside the metrics, never as their careful labels
+    levels = {level.metric: level for level in summary.levels}
+    # t1 up, t2 down (t6 has an empty answer: a failed item, its label unused): the labels pull the level down
+    assert levels["answer_relevance/pass"].n_labels == 2 and levels["answer_relevance/pass"].score < 1.0
+    assert levels["answer_relevance"].n_labels == 2  # ratings 4 and 2 of 1-5, on the judge's own scale
     assert "faithfulness" not in {f.labels for f in summary.figures}
     thumbs = next(f for f in summary.figures if f.kind.startswith("thumbs"))
     assert thumbs.n == 3 and thumbs.score == pytest.approx(2 / 3) and thumbs.ci_low < thumbs.score < thumbs.ci_high
