@@ -95,7 +95,7 @@ def claim_eval_set(eval_set: EvalSet, job: str) -> None:
     """Tag the `eval_set` version this testset run made with its job (`ragwatch.evalset.job`), so that
     `evaluate` of the same job finds it among the sets of every job sharing the store. Never cached: every
     new version is claimed. (`eval_set` is read only as the version it is.)"""
-    version = get_step_context().inputs["eval_set"]
+    version = get_step_context().inputs["eval_set"][0]
     add_tags(tags=[job_tag(job)], artifact_version_id=version.id)
     log_metadata(metadata={EVALSET_JOB_KEY: job}, artifact_version_id=version.id)
 

@@ -1,6 +1,7 @@
 """The evaluation set a run uses is the one its config names, through `run.py`: `testset` says what it
-dropped from a labelled file and why; `evaluate` stops when the latest set was made from another
-testset config; an edited input file re-runs the import with caching on. No LLM: imported sets only."""
+dropped from a labelled file and why; `evaluate` stops when its job's latest set was made from other
+input files, or when only another testset block of its model made one; an edited input file re-runs the
+import with caching on. No LLM: imported sets only."""
 
 from __future__ import annotations
 
@@ -70,13 +71,12 @@ def test_testset_prints_dropped_rows_and_evaluate_refuses_a_set_of_another_confi
     err = capsys.readouterr().err
     assert "its `testset:` block differs" in err and f"python run.py testset --config {limited}" in err, err
 
-    # testset with that config makes the latest set its own; back to the first config, whose steps are
-    # all cached, and the latest set is the first config's again (the issue's stale set stuck here)
+    # testset with that config makes a set of its own job (another testset block); the first config's
+    # job keeps its set (issue 45: jobs share a store), and its testset steps are all cached
     assert cli.main(["testset", "--config", str(limited)]) == 0
     assert _eval_set_ids() == ["local-default", "failure-hooks"]
     require_matching_eval_set(preflight("evaluate", limited), limited)
-    with pytest.raises(StaleEvalSetError):
-        require_matching_eval_set(preflight("evaluate", good), good)
+    require_matching_eval_set(preflight("evaluate", good), good)
     assert cli.main(["testset", "--config", str(good)]) == 0
     assert _last_run("testset").steps["import_labelled_sets"].status == "cached"
     assert len(_eval_set_ids()) == 5
@@ -96,6 +96,8 @@ def test_an_edited_input_file_reruns_testset_with_caching_on(
     capsys.readouterr()
     assert cli.main(["evaluate", "--config", str(config)]) == 2
     assert "the content of the labelled files this config imports changed" in capsys.readouterr().err
+    with pytest.raises(StaleEvalSetError, match="latest evaluation set of this job"):  # compared within the job
+        require_matching_eval_set(preflight("evaluate", config), config)
     assert cli.main(["testset", "--config", str(config)]) == 0
     assert "evaluation set: 4 items" in capsys.readouterr().out
     assert _last_run("testset").steps["import_labelled_sets"].status == "completed"
