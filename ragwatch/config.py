@@ -200,12 +200,12 @@ def corpus_fingerprint(corpus: CorpusSettings) -> str:
     for pattern in corpus.paths:
         path = Path(pattern)
         if path.is_dir():
-            files = sorted(p for p in path.rglob("*") if p.is_file())
+            # Hidden names count only below the corpus folder: a corpus may itself live under one.
+            files = sorted(p for p in path.rglob("*")
+                           if p.is_file() and not any(part.startswith(".") for part in p.relative_to(path).parts))
         else:
             files = sorted(Path(p) for p in glob.glob(pattern, recursive=True) if Path(p).is_file())
         for file in files:
-            if any(part.startswith(".") for part in file.parts):
-                continue
             digest.update(str(file).encode())
             digest.update(hashlib.sha256(file.read_bytes()).digest())
     return digest.hexdigest()
