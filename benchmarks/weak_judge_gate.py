@@ -36,8 +36,8 @@ from ragwatch.decision.gate import gate_decision  # noqa: E402
 from ragwatch.decision.labels_plan import labels_plans  # noqa: E402
 from ragwatch.judges.faithfulness import PROMPT_VERSION as FAITHFULNESS_PROMPT  # noqa: E402
 from ragwatch.judges.faithfulness.calibrations import faithfulness_calibration  # noqa: E402
-from ragwatch.judges.faithfulness.evidence import bigram_support, makes_no_claim, missing_terms  # noqa: E402
-from ragwatch.judges.faithfulness.verify_evidence import NO_CLAIM, EvidenceVerifier  # noqa: E402
+from ragwatch.judges.faithfulness.features import statement_features  # noqa: E402
+from ragwatch.judges.faithfulness.verify_evidence import EvidenceVerifier  # noqa: E402
 from ragwatch.results import ItemScore, MetricInfo, MetricResult  # noqa: E402
 from ragwatch.types import RagAnswer, RetrievedContext  # noqa: E402
 
@@ -87,9 +87,7 @@ def faithfulness(answers: list[RagAnswer], statements: list[list[str]], p_judge:
         verdicts = []
         for j, s in enumerate(stmts):
             judge = p_judge.get(base[k][j] if base else s, p_judge.get(s, 0.5))  # the judge held at its value
-            absent = sorted(missing_terms(s, contexts))
-            verdicts.append(verifier.decide(s, bigram_support(s, contexts), judge, [], absent,
-                                            rule=NO_CLAIM if makes_no_claim(s) else None))
+            verdicts.append(verifier.decide(s, statement_features(s, contexts, p_judge=judge, cited=[]), []))
         share = sum(bool(v.verdict) for v in verdicts) / len(verdicts)
         items.append(ItemScore(item_id=answer.__dict__["item_id"], score=share,
                                details={"verdicts": [v.model_dump() for v in verdicts],

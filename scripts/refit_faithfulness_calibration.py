@@ -30,9 +30,11 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
+from ragwatch.statements import StatementFeatures  # noqa: E402
+
 DATA_DIR = ROOT / "ragwatch" / "judges" / "faithfulness" / "calibration_data"
-KEEP = ("statement_id", "answer_id", "system", "statement_index", "label", "p_judge", "lexical", "no_claim",
-        "uncited", "missing_terms", "absent_terms")
+# the record's identity and label, then every field of the statement-features record (one definition)
+KEEP = ("statement_id", "answer_id", "system", "statement_index", "label", *StatementFeatures.model_fields)
 LABELS = {"supported": True, "unsupported": False, True: True, False: False}
 
 
@@ -79,13 +81,17 @@ def main(argv: list[str] | None = None) -> int:
     args, benchmark_args = parser.parse_known_args(argv)
     features = [r for p in args.features for r in read_jsonl(p)]
     labels = [r for p in args.labels for r in read_jsonl(p)]
-    judges = Counter((str(r.get("judge_model")), str(r.get("prompt_version"))) for r in features)
+    judges = Counter((str(r.get("judge_model")), str(r.get("prompt_version")),
+                      str(r.get("features_version") or "features-v1")) for r in features)
     if len(judges) != 1:
-        sys.exit(f"the feature rows come from {len(judges)} judge model / prompt versions {dict(judges)}: one "
-                 "calibration is one judge model and prompt version; pass the rows of one")
-    ((model, prompt),) = judges
+        sys.exit(f"the feature rows come from {len(judges)} judge model / prompt / features versions {dict(judges)}: "
+                 "one calibration is one of each; pass the rows of one (benchmarks/statement_features.py --refresh "
+                 "brings older rows to this version's features)")
+    ((model, prompt, features_version),) = judges
     records, dropped = merge(features, labels)
-    name = f"{model}__{prompt}.jsonl"
+    # features-v1 data kept its old name, so a calibration stored with it still loads
+    name = f"{model}__{prompt}.jsonl" if features_version == "features-v1" else \
+        f"{model}__{prompt}__{features_version}.jsonl"
     (DATA_DIR / name).write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
     per_system = Counter(r["system"] for r in records)
     supported = Counter(r["system"] for r in records if r["label"])
@@ -96,7 +102,7 @@ def main(argv: list[str] | None = None) -> int:
         f"--features {' '.join(p.name for p in args.features)}"
         + (f" --labels {' '.join(p.name for p in args.labels)}" if args.labels else "") + "`.\n"
         f"{len(records)} statements with reference labels (two careful readings, LABELLING.md), judged by "
-        f"{model} with prompt {prompt}:\n\n"
+        f"{model} with prompt {prompt}, statement features {features_version}:\n\n"
         + "".join(f"- {s}: {n} statements of {answers[s]} answers, {supported[s] / n:.0%} supported\n"
                   for s, n in sorted(per_system.items()))
         + "".join(f"- left out: {n} ({why})\n" for why, n in dropped.items()) + "\n")
@@ -109,10 +115,10 @@ def main(argv: list[str] | None = None) -> int:
 
     from ragwatch.judges.faithfulness.calibrations import faithfulness_calibration
 
-    calibration = faithfulness_calibration(model, prompt)
+    calibration = faithfulness_calibration(model, prompt, features_version)
     if calibration is None or calibration.level_data != name:
         print(f"note: ragwatch/judges/faithfulness/calibrations.py does not name {name} "
-              f"as the level_data of {model} / {prompt}")
+              f"as the level_data of {model} / {prompt} / {features_version}")
     if not args.no_benchmark:
         from faithfulness_level import main as benchmark
 

@@ -360,8 +360,41 @@ def test_evidence_verification_cites_sentences_and_is_one_call_per_answer(fake_s
     # sentences, not passages: "Rome is old." shares the first passage but holds no "Paris"
     assert verdicts[0].evidence_text == ["Paris is the capital of France.", "Paris has the Louvre."]
     assert verdicts[0].evidence == [2, 3]
-    assert verdicts[2].evidence == [] and "no context sentence" in verdicts[2].reason
+    # a name no context holds, as the subject of its sentence: the rule decides, whatever the judge cited
+    assert verdicts[2].evidence == [] and verdicts[2].rule == "not in any retrieved context: Berlin"
+    assert verdicts[2].features.absent_names == ["Berlin"] and verdicts[2].missing_terms == ["Berlin"]
     assert result.info.prompt_version == "faithfulness-v6"
+
+
+@pytest.mark.parametrize(("statement", "contexts", "kind", "terms"), [
+    ("The purpose of Airflow is to retrieve documents.", ["The purpose of RAG is to retrieve documents."],
+     "name", ["Airflow"]),
+    ("Dagster provides a built-in materializer.", ["ZenML provides a built-in materializer."], "name", ["Dagster"]),
+    ("It runs on Google Cloud Storage.", ["It runs on Google Cloud and on object storage."], "name",
+     ["Google Cloud Storage"]),
+    ("The delay is 10 seconds.", ["delay: 10"], "quantity", ["10 seconds"]),
+    ("Call it with 'fast mode' on.", ["Call it with slow mode on."], "quoted", ["fast mode"]),
+])
+def test_terms_no_context_holds_by_kind(statement, contexts, kind, terms):
+    from ragwatch.judges.faithfulness.terms import absent_terms
+
+    assert absent_terms(statement, contexts)[kind] == terms
+
+
+@pytest.mark.parametrize(("statement", "contexts"), [
+    ("Ingesting data is the first step.", ["ingest the documents"]),  # a sentence's first word: not a name
+    ("**Prepare Your Data**: list the documents.", ["Prepare the data and list the documents."]),
+    ("The Service Connectors of ZenML's stack hold credentials.",
+     ["A service connector holds credentials of a zenml stack"]),
+    ("Pre-trained models are used.", ["pretrained models"]),  # hyphenation, plural
+    ("Replace it with your OpenAI API key", ["--api_key=<YOUR_API_KEY> for openai"]),  # identifier parts
+    ("ZenML provides a built-in [CloudpickleMaterial", ["zenml ships the CloudpickleMaterializer"]),  # cut off mid-word
+])
+def test_names_the_contexts_hold_in_another_form_are_not_absent(statement, contexts):
+    from ragwatch.judges.faithfulness.features import statement_features
+
+    features = statement_features(statement, contexts)
+    assert not features.absent_terms and features.absent_names == []
 
 
 def test_evidence_rules_overrule_a_yes(fake_server):

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict
 
+from ragwatch.judges.faithfulness.features import FEATURES_VERSION
 from ragwatch.judges.faithfulness.support_model import SupportModel
 from ragwatch.results import JudgeAgreement
 
@@ -30,6 +31,9 @@ class FaithfulnessCalibration(BaseModel):
 
     model: str  # the packaged model's name (without `local/`) or a litellm model string
     prompt_version: str
+    # the statement features it was fitted on (`ragwatch.judges.faithfulness.features.FEATURES_VERSION`); a
+    # calibration stored before they were named is features-v1
+    features_version: str = "features-v1"
     support_model: SupportModel
     agreement: JudgeAgreement
     # the labelled statements with this judge's features (in ragwatch/judges/faithfulness/calibration_data/): the
@@ -46,31 +50,31 @@ class FaithfulnessCalibration(BaseModel):
 
 
 CALIBRATIONS: tuple[FaithfulnessCalibration, ...] = (
-    # Fitted 2026-11-26 for prompt faithfulness-v6 on the 300 agreed statements of three systems under test (S0,
-    # the default: the 72 of data/judge_dev/rag_statements/features.jsonl; S1 and S2: 228 of
-    # data/judge_dev/rag_statements/features_new.jsonl, the reference labels of issue 35), from the judge's
-    # features recorded with that prompt (benchmarks/statement_features.py): logistic regression, cut-off of best
-    # balanced accuracy of the verdicts under the rules. The inputs are those with the best cross-fitted kappa
-    # among 14 candidates (benchmarks/verdict_refit.py): lexical support, whether the judge cited no sentence, how
-    # many terms the cited sentences lack (positive: a statement naming terms the contexts hold is more often
-    # supported), the rules' veto (which decides those statements anyway) and the judge's P(yes), whose weight is
-    # next to nothing.
+    # Refitted for prompt faithfulness-v6 with features-v2 (absent names and quoted strings veto too) on the 300
+    # agreed statements of three systems under test (S0, the default: the 72 of
+    # data/judge_dev/rag_statements/features.jsonl; S1 and S2: 228 of features_new.jsonl, the reference labels of
+    # issue 35), from the judge's replies recorded with that prompt and the model-free features of features-v2
+    # (`benchmarks/statement_features.py --refresh`, no model run): logistic regression, cut-off of best balanced
+    # accuracy of the verdicts under the rules. The inputs are those with the best cross-fitted kappa among 14
+    # candidates (benchmarks/verdict_refit.py): the judge's P(yes) (next to no weight), lexical support, whether
+    # the judge cited no sentence, how many terms the cited sentences lack, and the rules' veto.
     # Agreement: leave one system out (the candidate chosen and fitted on the other two systems, measured on
-    # the third, all three ways, pooled; 95% bootstrap intervals over answers). Per unseen system: S0 kappa
-    # 0.37, S1 0.66, S2 0.45; pooled 0.52, as faithfulness-v5's 0.51 (which took 1.23x the time).
+    # the third, all three ways, pooled; 95% bootstrap intervals over answers): kappa 0.55, balanced accuracy
+    # 0.78 (features-v1: 0.52 / 0.76, same command, benchmarks/results/verdict_refit.md).
     # `python benchmarks/verdict_refit.py --data data/judge_dev/rag_statements/features.jsonl
     # data/judge_dev/rag_statements/features_new.jsonl --out benchmarks/results/verdict_refit.md`
     FaithfulnessCalibration(
         model="qwen2.5-coder-1.5b-instruct",
         prompt_version="faithfulness-v6",
-        support_model=SupportModel(intercept=-2.0850,
-                                   weights={"judge_logit": 0.0129, "lexical": 3.5132, "uncited": -0.2818,
-                                            "missing_terms": 0.5542, "vetoed": -1.6143},
-                                   cutoff=0.5216),
-        agreement=JudgeAgreement(kappa=0.52, kappa_ci=(0.41, 0.62), balanced_accuracy=0.76,
-                                 balanced_accuracy_ci=(0.71, 0.81), n=300, data=RAG_STATEMENTS_HELD_OUT,
+        features_version="features-v2",
+        support_model=SupportModel(intercept=-1.8655,
+                                   weights={"judge_logit": 0.0308, "lexical": 3.2980, "uncited": 0.0486,
+                                            "missing_terms": 0.5929, "vetoed": -2.3692},
+                                   cutoff=0.6238),
+        agreement=JudgeAgreement(kappa=0.55, kappa_ci=(0.46, 0.65), balanced_accuracy=0.78,
+                                 balanced_accuracy_ci=(0.73, 0.82), n=300, data=RAG_STATEMENTS_HELD_OUT,
                                  labels=REFERENCE_LABELS),
-        level_data="qwen2.5-coder-1.5b-instruct__faithfulness-v6.jsonl",
+        level_data="qwen2.5-coder-1.5b-instruct__faithfulness-v6__features-v2.jsonl",
         # the fingerprints of configs/evaluate.yaml (S0, the embedded default), benchmarks/systems/top1.yaml (S1)
         # and benchmarks/systems/detailed.yaml (S2) over the bundled corpus's index; a change to the default
         # system or its corpus makes it an unseen system (a wider interval, never a narrower one):
@@ -82,10 +86,14 @@ CALIBRATIONS: tuple[FaithfulnessCalibration, ...] = (
 )
 
 
-def faithfulness_calibration(model: str, prompt_version: str) -> FaithfulnessCalibration | None:
-    """The calibration of this judge model (any spelling: `local/<name>` or `<name>`) and prompt, else None."""
+def faithfulness_calibration(model: str, prompt_version: str,
+                              features_version: str | None = None) -> FaithfulnessCalibration | None:
+    """The calibration of this judge model (any spelling: `local/<name>` or `<name>`) and prompt, fitted on
+    `features_version` (default: the verifier's, `features.FEATURES_VERSION`), else None."""
     from ragwatch.llm.models import packaged
 
     spec = packaged(model)
     name = spec.name if spec is not None else model
-    return next((c for c in CALIBRATIONS if c.model == name and c.prompt_version == prompt_version), None)
+    wanted = features_version or FEATURES_VERSION
+    return next((c for c in CALIBRATIONS if c.model == name and c.prompt_version == prompt_version
+                 and c.features_version == wanted), None)

@@ -6,7 +6,8 @@ Five kinds, each found in the statement and looked up in the retrieved contexts:
   identifier: snake_case, CamelCase, anything in backticks), looked up as `evidence.missing_terms` does
   (a substring of the contexts, or every word part of an identifier);
 - `name`: a capitalised word that does not start a sentence, list item or heading (and is not a
-  function word), and a run of such words as one multi-word name;
+  function word), or starts one as the subject of a verb (`Airflow provides`), and a run of such
+  words as one multi-word name;
 - `quantity`: a number with a unit (`10 seconds`, `7B`, `5 GB`) whose number the contexts hold, but
   never with that unit;
 - `quoted`: a string in quotes ('...', "...", typographic quotes) outside inline code.
@@ -52,6 +53,8 @@ FUNCTION_WORDS = frozenset((
     "does", "can", "will", "note", "example", "step", "replace", "however", "additionally", "once", "after",
     "before", "use", "using", "run", "install", "ensure", "make", "set", "add", "create", "see", "about",
 ))
+_AUXILIARIES = frozenset(("is", "are", "was", "were", "has", "have", "can", "will", "would", "should", "must", "does",
+                          "do", "may", "might", "could", "also", "automatically", "only"))
 # where a sentence (or a list item, heading or code block) starts: the next word is capitalised anyway
 _START = frozenset((".", "!", "?", ":", ";", "\n", "*", "#", "-", "•", ">", "|", "```"))
 
@@ -121,13 +124,21 @@ _QUOTED = re.compile(r"(?<![\w])[\"“'‘]([^\"”'’\n]{2,80})[\"”'’](?![
 _QUANTITY = re.compile(r"(?<![\w.])(" + _NUMBER + r")\s?(%|[A-Za-z]+\b)")
 
 
+def _subject_verb(word: str) -> bool:
+    """A word that says the word before it is the subject of a sentence (`X provides`, `X is`)."""
+    w = word.lower()
+    return w in _AUXILIARIES or (len(w) > 3 and w.endswith("s") and not w.endswith(("ss", "us", "is", "ous")))
+
+
 def names(statement: str) -> list[str]:
-    """Capitalised words that do not start a sentence, list item or heading, and runs of them (in order)."""
+    """Capitalised words that do not start a sentence, list item or heading (unless a verb follows them:
+    `Airflow provides ...`), and runs of them (in order)."""
     prose = _QUOTED.sub(" ", _prose(statement))
+    tokens = list(re.finditer(r"```|[A-Za-z][A-Za-z0-9]*(?:['’-][A-Za-z0-9]+)*|[.!?:;\n*#•>|(\-]|\d+\.?|\S", prose))
     out: list[str] = []
     run: list[str] = []
     start = True
-    for m in re.finditer(r"```|[A-Za-z][A-Za-z0-9]*(?:['’-][A-Za-z0-9]+)*|[.!?:;\n*#•>|(\-]|\d+\.?|\S", prose):
+    for i, m in enumerate(tokens):
         tok = m.group(0)
         if not tok[0].isalpha():
             if len(run) > 1:
@@ -136,7 +147,9 @@ def names(statement: str) -> list[str]:
             start = tok in _START or (tok[0].isdigit() and tok.endswith("."))
             continue
         follows_code = prose[max(0, m.start() - 1):m.start()] == "_" or prose[m.end():m.end() + 1] == "_"
-        if tok[0].isupper() and not start and len(tok) > 1 and tok.lower() not in FUNCTION_WORDS and not follows_code:
+        after = tokens[i + 1].group(0) if i + 1 < len(tokens) else ""
+        named = not start or (after[:1].islower() and _subject_verb(after) and not tok.lower().endswith("ing"))
+        if tok[0].isupper() and named and len(tok) > 1 and tok.lower() not in FUNCTION_WORDS and not follows_code:
             out.append(tok)
             run.append(tok)
         else:
