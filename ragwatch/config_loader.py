@@ -142,25 +142,39 @@ REFERENCE_PAGE = "docs/reference/config.md"
 def describe_validation_error(exc: ValidationError, source: str, model: type[BaseModel] | None = None) -> str:
     """One line per problem, naming the dotted key: `evaluate.system.rag.topk: unknown key; did you mean
     'top_k'?`. With `model`, an unknown key is matched against the keys its block knows."""
+    lines = _problems(exc, model, ())
+    if any(" unknown key" in line for line in lines):
+        lines.append(f"every key, its type and default: {REFERENCE_PAGE}")
+    return f"{source}: invalid configuration\n  " + "\n  ".join(lines)
+
+
+def _problems(exc: ValidationError, model: type[BaseModel] | None, at: tuple[int | str, ...]) -> list[str]:
     lines = []
-    unknown_keys = False
     for error in exc.errors():
-        loc = error["loc"]
+        loc = (*at, *error["loc"])
         key = ".".join(str(part) for part in loc) or "(top level)"
+        inner = getattr((error.get("ctx") or {}).get("error"), "__cause__", None)
+        block = re.match(r"(?:Value error, )?judges\.(\w+): ", error["msg"])
         if error["type"] == "extra_forbidden":
-            known = _known_keys(model, loc[:-1]) if model is not None else []
+            known = _known_keys(model, error["loc"][:-1]) if model is not None else []
             lines.append(f"{key}: unknown key{_suggestion(str(loc[-1]), known)}")
-            unknown_keys = True
         elif (unknown := re.match(r"(?:Value error, )?unknown key '([^']+)'", error["msg"])) is not None:
             # a block that takes extra keys says which it knows (judges: its fields and the judges' names)
             known = [name for name in re.findall(r"'(\w+)'", error["msg"]) if name != unknown.group(1)]
             lines.append(f"{key}: {error['msg']}{_suggestion(unknown.group(1), known, listed=True)}")
-            unknown_keys = True
+        elif isinstance(inner, ValidationError) and block is not None:
+            # a judge's options block, validated by its own model: its problems, each at its own key
+            lines += _problems(inner, _judge_options(block.group(1)), (*loc, block.group(1)))
         else:
             lines.append(f"{key}: {error['msg']}")
-    if unknown_keys:
-        lines.append(f"every key, its type and default: {REFERENCE_PAGE}")
-    return f"{source}: invalid configuration\n  " + "\n  ".join(lines)
+    return lines
+
+
+def _judge_options(name: str) -> type[BaseModel] | None:
+    """The options model of judge `name`: the one block whose model is chosen by its key."""
+    from ragwatch.judges import registry
+
+    return registry.spec(name).options if name in registry.names() else None
 
 
 def _suggestion(wrong: str, known: Sequence[str], *, listed: bool = False) -> str:

@@ -53,6 +53,12 @@ def test_a_judge_block_name_is_suggested_too(tmp_path):
     assert "unknown key 'faithfulnes' in judges" in message and "did you mean 'faithfulness'?" in message
 
 
+def test_a_judge_option_is_matched_against_that_judges_options(tmp_path):
+    message = _error(tmp_path, "evaluate:\n  judges:\n    faithfulness: {statments: sentences}\n")
+    assert "evaluate.judges.faithfulness.statments: unknown key; did you mean 'statements'?" in message
+    assert "validation error for" not in message  # pydantic's own text, nested, is not what a user reads
+
+
 def test_the_monitor_config_suggests_its_own_keys(tmp_path):
     message = _error(tmp_path, "logs: {path: a.jsonl}\nwindw: {length: 1d}\ndrift: {tolerence: 0.2}\n",
                      MonitorConfig)
