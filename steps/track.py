@@ -18,8 +18,9 @@ from ragwatch.artifacts import AnswerSet, EvalSet, MetricGroup, RunComparisons
 from ragwatch.checks.system_metrics import NOTHING_ANSWERED, SYSTEM_METRICS, reported_top_k, system_metrics
 from ragwatch.config import EvaluateConfig
 from ragwatch.decision.compare import compare_runs
-from ragwatch.decision.gate import GateDecision, gate_decision, not_applied, not_evaluated
+from ragwatch.decision.gate import GateDecision, gate_decision, not_applied, not_evaluated, promotion_off, settle
 from ragwatch.decision.labels_plan import labels_plans
+from ragwatch.decision.measured import unmeasured_gated, unmeasured_of
 from ragwatch.decision.outcome import could_not_evaluate
 from ragwatch.evalset.assemble import generation_samples
 from ragwatch.quick import quick_gate_reason
@@ -99,13 +100,18 @@ def track_evaluation(
     merged = MetricGroup(group="all", metrics=metrics, unavailable=unavailable)
 
     comparisons = RunComparisons()
+
+    def not_here(old: dict[str, Any]) -> dict[str, str]:
+        # what this run lacks because its system cannot have it, or because this config does not measure it
+        return {**unmeasured_of([m for m in old if m not in metrics], config), **merged.unavailable}
+
     previous = previous_evaluation(exclude_run_id=run.id, system=key)
     if previous is not None:
         prev_run, prev_metrics = previous
         comparisons.previous_run = run_label(prev_run)
         comparisons.previous = compare_runs(
             metrics, prev_metrics.metrics, thresholds=config.gate, new_label="this run", old_label="previous",
-            new_unavailable=merged.unavailable, old_unavailable=prev_metrics.unavailable,
+            new_unavailable=not_here(prev_metrics.metrics), old_unavailable=prev_metrics.unavailable,
         )
     model_version = context.model_version
     production = production_evaluation(key)
@@ -117,7 +123,7 @@ def track_evaluation(
         comparisons.same_eval_set_as_production = prod_eval_set == eval_set.fingerprint
         comparisons.production = compare_runs(
             metrics, prod_metrics.metrics, thresholds=config.gate, new_label="this run", old_label="production",
-            new_unavailable=merged.unavailable, old_unavailable=prod_metrics.unavailable,
+            new_unavailable=not_here(prod_metrics.metrics), old_unavailable=prod_metrics.unavailable,
         )
     blocked = could_not_evaluate(answers.answers, [s.id for s in samples], answers.calls, metrics, config.gate)
     if blocked:
@@ -127,7 +133,12 @@ def track_evaluation(
     else:
         plans = labels_plans(comparisons.production, metrics, production[2].metrics if production else {},
                              run=str(run.name), thresholds=config.gate)
-        decision = gate_decision(comparisons.production, config.gate, plans=plans)
+        if comparisons.production is not None:  # the table shows what the gate decided (labels, needs labels)
+            comparisons.production = settle(comparisons.production, config.gate, plans)
+        decision = gate_decision(comparisons.production, config.gate, plans=plans,
+                                 unmeasured=unmeasured_gated(config, unavailable=unavailable))
+        if not config.promote:
+            decision = promotion_off(decision)
     if decision.evaluated and comparisons.production is not None and not comparisons.same_eval_set_as_production:
         decision.reasons.append(
             "production was evaluated on a different evaluation set: metrics were compared on the "

@@ -29,8 +29,14 @@ lower-is-better metrics such as perplexity or failure rates) and `drop` the allo
   is still shown, flagged, and does not gate (a judge upgrade must not read as a regression or a gain);
 - "added" / "removed": the metric exists only in the new / only in the old run;
 - "not_available": the metric exists in one run only because the other run's system cannot have it
-  (`MetricGroup.unavailable`, e.g. perplexity of a system that returns no token logprobs); the note
-  gives the reason. Like "removed", it blocks the gate only when `gated_metrics` names the metric.
+  (`MetricGroup.unavailable`, e.g. perplexity of a system that returns no token logprobs) or the other
+  run's config does not measure it (judges or keyword tests off); the note gives the reason and the
+  setting. It never refuses a promotion: the gate warns once and decides on what was measured;
+- "needs_labels": set by the gate (`ragwatch.decision.gate.settle`), never here: a judge below the
+  agreement bar sees a drop it cannot size, and human labels will decide it.
+
+A judged metric's standing (below the agreement bar, or of unknown agreement) comes from one rule,
+`GateThresholds.judge_standing`; the row carries it (`standing`) for the gate and the labels plan.
 
 Example:
     >>> comparison = compare_runs(new_metrics, production_metrics, thresholds=GateThresholds())
@@ -48,7 +54,7 @@ from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from pydantic import BaseModel, Field
 
-from ragwatch.decision.thresholds import GateThresholds
+from ragwatch.decision.thresholds import GateThresholds, JudgeStanding
 from ragwatch.fmt import fmt_num
 from ragwatch.results import JudgeAgreement, MetricResult
 from ragwatch.statistics.intervals import paired_diff_interval, unpaired_diff_interval
@@ -57,11 +63,11 @@ if TYPE_CHECKING:
     import pandas as pd
 
 Verdict = Literal["regressed", "improved", "unchanged", "inconclusive", "constant", "not_comparable", "added",
-                  "removed", "not_available"]
+                  "removed", "not_available", "needs_labels"]
 
 # Row order in tables: what needs attention first.
-_VERDICT_ORDER = ["regressed", "not_comparable", "removed", "not_available", "constant", "improved", "added",
-                  "inconclusive", "unchanged"]
+VERDICT_ORDER = ["regressed", "needs_labels", "not_comparable", "removed", "not_available", "constant", "improved",
+                 "added", "inconclusive", "unchanged"]
 
 # Pair items only when most of them pair: a handful of shared ids says little about the rest.
 _MIN_PAIRED_FRACTION = 0.5
@@ -91,6 +97,9 @@ class MetricComparison(BaseModel):
     labelled_high: float | None = None
     constant_value: float | None = None  # set when the new run's scores are all this one value (a judge)
     agreement: JudgeAgreement | None = None  # the new run's judge's measured agreement (MetricInfo.agreement)
+    standing: JudgeStanding | None = None  # GateThresholds.judge_standing of the new run's judge
+    gate_role: Literal["reason", "needs", "opinion"] | None = None  # set once the gate settled a below-bar judge
+    gate_note: str = ""  # the gate's wording for a settled row (its reason, call for labels or opinion)
 
     @property
     def n_compared(self) -> int:
@@ -167,7 +176,7 @@ def compare_runs(
             rows.append(_one_sided(name, old[name], Evidence(in_new=False, unavailable=why), thresholds))
         else:
             rows.append(_compare_metric(name, new[name], old[name], thresholds))
-    rows.sort(key=lambda r: (_VERDICT_ORDER.index(r.verdict), r.metric))
+    rows.sort(key=lambda r: (VERDICT_ORDER.index(r.verdict), r.metric))
     return Comparison(new_label=new_label, old_label=old_label, rows=rows)
 
 
@@ -192,7 +201,7 @@ class Evidence:
     interval: tuple[float, float] | None = None
     higher_is_better: bool = True
     allowed_drop: float = 0.0
-    below_agreement: str | None = None  # the judge's measured agreement is below the gate's bar (why)
+    standing: JudgeStanding | None = None  # GateThresholds.judge_standing: below the bar or agreement unknown
     weak_judge: str = "paired"  # GateThresholds.weak_judge: what a judge below the bar still decides
 
 
@@ -207,9 +216,10 @@ def decide_verdict(e: Evidence) -> VerdictDecision:
     in one run only (added / removed / not_available); no scored item in a run; no handcrafted case in
     common (not_comparable); a different judge (not_comparable, not gated); a constant judge (constant,
     not gated); identical on every paired item (unchanged); fewer than 2 items (inconclusive); else the
-    interval against the allowed drop (`_verdict`). A judge below the gate's agreement bar keeps its
-    verdict and is shown, not gated. The gate and every printed verdict read the result, never the
-    deltas."""
+    interval against the allowed drop (`_verdict`). A judge below the gate's agreement bar or of unknown
+    agreement (`standing`) keeps its verdict and is shown, not gated (with `weak_judge: paired`, a clear
+    regression of a below-bar judge gates). The gate and every printed verdict read the result, never
+    the deltas."""
     if not (e.in_new and e.in_old):
         if e.unavailable:
             return VerdictDecision("not_available", e.unavailable)
@@ -225,7 +235,7 @@ def decide_verdict(e: Evidence) -> VerdictDecision:
         before = "as before" if e.old_constant else "it varied in the old run"
         return VerdictDecision("constant", f"constant judge ({fmt_num(e.constant_value)} on every item; {before}): "
                                            "not gated", gates=False)
-    not_gated = f"{e.below_agreement}: shown, not gated" if e.below_agreement else ""
+    not_gated = f"{e.standing.reason}: shown, not gated" if e.standing else ""
     if e.identical_pairs:
         extra = f" ({e.unpaired_extra} scored in one run only)" if e.unpaired_extra else ""
         return VerdictDecision("unchanged", _join(f"identical on all {e.identical_pairs} paired items{extra}",
@@ -237,9 +247,9 @@ def decide_verdict(e: Evidence) -> VerdictDecision:
     verdict = _verdict(low, high, e.higher_is_better, e.allowed_drop)
     gain_high = high if e.higher_is_better else -low
     within = "a drop, but within the allowed drop" if verdict == "unchanged" and gain_high < 0 else ""
-    if not_gated and verdict == "regressed" and e.weak_judge == "paired":
+    if e.standing and e.standing.kind == "below_bar" and verdict == "regressed" and e.weak_judge == "paired":
         # the same judge and calibration scored both runs: its own paired difference blocks a clear regression
-        return VerdictDecision(verdict, f"{e.below_agreement}, but its own paired difference (same judge and "
+        return VerdictDecision(verdict, f"{e.standing.reason}, but its own paired difference (same judge and "
                                         "calibration in both runs) blocks a clear regression (gate.weak_judge: "
                                         "paired)", gates=True)
     return VerdictDecision(verdict, _join(within, not_gated), gates=not not_gated)
@@ -305,13 +315,6 @@ def _add_note(row: MetricComparison, note: str) -> None:
     row.note = (row.note + "; " if row.note else "") + note
 
 
-def _below_agreement(result: MetricResult, thresholds: GateThresholds) -> str | None:
-    agreement = result.info.agreement
-    if agreement is None or agreement.kappa >= thresholds.min_judge_kappa:
-        return None
-    return f"judge agreement kappa {agreement.kappa:.2f} < gate.min_judge_kappa {thresholds.min_judge_kappa:.2f}"
-
-
 def _compare_metric(name: str, new: MetricResult, old: MetricResult, thresholds: GateThresholds) -> MetricComparison:
     """Gather the evidence of one metric in both runs (differences, intervals) for `decide_verdict`."""
     row = MetricComparison(
@@ -356,6 +359,8 @@ def _compare_metric(name: str, new: MetricResult, old: MetricResult, thresholds:
     row.diff, row.diff_low, row.diff_high = diff, low, high
     _labelled_interval(row, new, old)
     judged = row.basis != "labelled"
+    standing = thresholds.judge_standing(name, new.info, labelled=not judged)
+    row.standing = standing
     identical = (judged and row.method == "paired" and new_scores is not None and old_scores is not None
                  and all(new_scores[i] == old_scores[i] for i in common))
     _, d_low, d_high = row.decided_interval
@@ -366,7 +371,7 @@ def _compare_metric(name: str, new: MetricResult, old: MetricResult, thresholds:
         identical_pairs=len(common) if identical else 0,
         unpaired_extra=max(len(new_values), len(old_values)) - len(common) if identical else 0,
         enough=enough, interval=None if d_low is None or d_high is None else (d_low, d_high),
-        below_agreement=_below_agreement(new, thresholds) if judged else None,
+        standing=standing,
         weak_judge=thresholds.weak_judge, **facts))
 
 

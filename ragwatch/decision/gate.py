@@ -12,12 +12,21 @@ A gated judge whose measured agreement is below `min_judge_kappa` does not decid
 but cannot decide (its interval below 0, or its point drop beyond the allowed drop) makes the verdict
 "needs_labels", naming how many labels decide it and the `review serve` command
 (`ragwatch.decision.labels_plan`); once this run has labels, the prediction-powered paired difference
-decides. Human labels on both runs make it gate as any metric (`ragwatch.decision.compare`).
-`gate_decision` reads the verdicts of a `ragwatch.decision.compare.Comparison` and returns a `GateDecision`.
+decides. Human labels on both runs make it gate as any metric (`ragwatch.decision.compare`). A prompted
+judge of unknown agreement is shown, not gated, unless `trust_unknown_agreement` names it
+(`GateThresholds.judge_standing`, the one rule for a judge's standing).
+
+`settle` writes the gate's outcome into the comparison's rows (a verdict the labels decided, "needs_labels"),
+so that the table and the verdict line show what decided; `gate_decision` decides from the settled rows
+and returns a `GateDecision`. A gated metric that this config does not measure is a warning, said once in
+`flags` with the setting to change, and the gate decides on what was measured
+(`ragwatch.decision.measured`; listed by the user's own config file it is an error before the run,
+`ragwatch.preflight`).
 
 Example:
     >>> comparison = compare_runs(new_metrics, production_metrics, thresholds=GateThresholds())
-    >>> decision = gate_decision(comparison, GateThresholds())
+    >>> comparison = settle(comparison, GateThresholds(), plans)  # what the table shows
+    >>> decision = gate_decision(comparison, GateThresholds(), plans=plans)
     >>> decision.promote, decision.status, decision.reasons
 """
 
@@ -28,18 +37,21 @@ from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, Field, model_validator
 
+from ragwatch.decision.compare import VERDICT_ORDER, Comparison, MetricComparison
 from ragwatch.decision.thresholds import GateThresholds, matches
 from ragwatch.fmt import fmt_num, fmt_signed
 
 if TYPE_CHECKING:
-    from ragwatch.decision.compare import Comparison, MetricComparison
     from ragwatch.decision.labels_plan import LabelsPlan
 
 # "not_evaluated": the run could not be evaluated (system unreachable, budget reached, ...); reasons[0] says why
 # "needs_labels": a weak judge sees a drop it cannot size; reasons say how many labels and the command
 # "not_applied": the run is too small to decide (a --quick look); reasons[0] says why
-GateStatus = Literal["promote", "regressed", "hold", "no_baseline", "not_evaluated", "needs_labels", "not_applied"]
+# "promotion_off": the gate passed, and the config's `evaluate.promote: false` promotes nothing
+GateStatus = Literal["promote", "regressed", "hold", "no_baseline", "not_evaluated", "needs_labels", "not_applied",
+                     "promotion_off"]
 REFUSED: tuple[GateStatus, ...] = ("regressed", "hold", "needs_labels")
+PASSED: tuple[GateStatus, ...] = ("promote", "no_baseline", "promotion_off")
 
 
 class GateDecision(BaseModel):
@@ -51,21 +63,25 @@ class GateDecision(BaseModel):
     "not_evaluated" (the run could not evaluate the system: unreachable, stopped by its budget, or
     judges that failed; `reasons[0]` is the cause, `reasons[1]` what to do; see `not_evaluated`);
     "not_applied" (the run is too small to decide anything, a `--quick` look: never promoted, never a
-    refusal; `reasons[0]` says why; see `not_applied`).
-    `flags`: warnings that do not decide, e.g. a constant judge that was excluded from gating.
+    refusal; `reasons[0]` says why; see `not_applied`); "promotion_off" (the gate passed, and
+    `evaluate.promote: false` promotes nothing; see `promotion_off`).
+    `flags`: warnings that do not decide, e.g. a constant judge that was excluded from gating, a gated
+    metric this config does not measure. `unmeasured`: the gated metrics (or patterns) the decision was
+    made without, each explained in `flags`.
     """
 
     promote: bool
     reasons: list[str] = Field(default_factory=list)
     status: GateStatus = "promote"
     flags: list[str] = Field(default_factory=list)
+    unmeasured: list[str] = Field(default_factory=list)
 
     @model_validator(mode="after")
     def _status_agrees(self) -> GateDecision:
         # a decision built by hand with promote=False and no status is a refusal
         if not self.promote and self.status in ("promote", "no_baseline"):
             self.status = "regressed"
-        if self.promote and self.status in (*REFUSED, "not_evaluated", "not_applied"):
+        if self.promote and self.status in (*REFUSED, "not_evaluated", "not_applied", "promotion_off"):
             raise ValueError(f"promote=True contradicts status {self.status!r}")
         return self
 
@@ -73,6 +89,11 @@ class GateDecision(BaseModel):
     def evaluated(self) -> bool:
         """False when the run could not evaluate the system: it is nobody's baseline."""
         return self.status != "not_evaluated"
+
+    @property
+    def passed(self) -> bool:
+        """The gate looked and found nothing against the run (promoted, or promotion turned off)."""
+        return self.status in PASSED
 
     @property
     def refused(self) -> bool:
@@ -91,23 +112,26 @@ def not_applied(reason: str) -> GateDecision:
 
 
 def gate_decision(comparison: Comparison | None, thresholds: GateThresholds | None = None, *,
-                  plans: Mapping[str, LabelsPlan] | None = None) -> GateDecision:
+                  plans: Mapping[str, LabelsPlan] | None = None,
+                  unmeasured: Mapping[str, str] | None = None) -> GateDecision:
     """Promote unless a gated metric regressed beyond its allowed drop (or vanished), or the team's
-    inconclusive rule holds the promotion.
+    inconclusive rule holds the promotion, or a judge below the agreement bar needs labels.
 
-    Refuses also when a gated metric has no scored item in the new run, when a metric named in
-    `gated_metrics` is missing from the new run, and when a `gated_metrics` pattern matches nothing
-    (most likely a typo in the config). Constant judges never gate; they are listed in `flags`.
+    The decision reads the rows of `settle(comparison, ...)`, the rows the table shows, and only rows
+    that gate (`MetricComparison.gated`). Refuses also when a gated metric has no scored item in the new
+    run, and when a metric named in `gated_metrics` is missing from the new run although this config
+    measures it. A gated metric this config does not measure (`unmeasured`: gated pattern -> why and the
+    setting to change, `ragwatch.decision.measured`; or a `not_available` row) is a warning in `flags`,
+    said once, and the gate decides on what was measured. Constant judges never gate; they are flagged.
     `plans` (`ragwatch.decision.labels_plan.labels_plans`): labels needed per below-the-bar judge.
     """
     thresholds = thresholds or GateThresholds()
     if comparison is None or not comparison.has_baseline:
         return GateDecision(promote=True, reasons=["no production baseline"], status="no_baseline")
-    reasons: list[str] = []
-    held: list[str] = []
+    comparison = settle(comparison, thresholds, plans)
+    lists: dict[str, list[str]] = {"reason": [], "needs": [], "opinion": [], "held": []}
     flags: list[str] = []
-    opinions: list[str] = []
-    needs: list[str] = []
+    missing: list[str] = []
     for r in comparison.rows:
         if r.constant_value is not None:
             flags.append(_constant_flag(r))
@@ -115,42 +139,97 @@ def gate_decision(comparison: Comparison | None, thresholds: GateThresholds | No
             flags.append(f"{r.metric}: {r.note}")
         if not thresholds.is_gated(r.metric):
             continue
-        if (weak := _weak_judge(r, thresholds, plans)) is not None:
-            {"reason": reasons, "needs": needs, "opinion": opinions}[weak[0]].append(weak[1])
-            continue
-        diff, low, high = r.decided_interval
-        basis = " from human labels (prediction-powered)" if r.basis == "labelled" else ""
-        if r.verdict == "regressed":
-            reasons.append(_regressed(r, basis))
-        elif r.verdict == "not_comparable" and r.n_new == 0 and r.n_old > 0:
-            reasons.append(f"{r.metric}: no item could be scored in the new run ({r.note})")
-        elif r.verdict == "removed" and thresholds.gated_metrics is not None:
-            reasons.append(f"{r.metric} is gated but missing from the new run")
+        if r.gate_role is not None:
+            lists[r.gate_role].append(r.gate_note)
+        elif r.standing is not None and r.standing.kind == "unknown" and thresholds.gated_metrics is not None:
+            flags.append(f"{r.metric} is shown, not gated: {r.standing.bar}; name it in "
+                         "gate.trust_unknown_agreement to gate on it")
         elif r.verdict == "not_available" and r.new_score is None and thresholds.gated_metrics is not None:
-            # named in gated_metrics, and the new system cannot have it: the gate cannot check it
-            reasons.append(f"{r.metric} is gated but not measured in the new run ({r.note})")
+            missing.append(r.metric)
+            flags.append(f"{r.metric} is gated but not measured in this run ({r.note}); the gate decides on the "
+                         "metrics measured")
+        elif not r.gated:
+            continue
+        elif (what := _refusal(r, thresholds)) is not None:
+            lists["reason"].append(what)
         elif r.verdict == "inconclusive" and _holds(r, thresholds):
-            why = ("the team's rule holds every inconclusive gated metric" if thresholds.inconclusive == "hold"
-                   else f"only {r.n_compared} items compared, fewer than min_n={thresholds.min_n}")
-            held.append(f"{r.metric} inconclusive: diff {fmt_signed(diff)}, 95% CI{basis} "
-                        f"[{fmt_signed(low)}, {fmt_signed(high)}] neither rules out a drop beyond "
-                        f"{fmt_num(r.allowed_drop)} nor shows one; {why}")
+            lists["held"].append(_held(r, thresholds))
     for pattern in thresholds.gated_metrics or []:
-        if not any(matches(r.metric, pattern) for r in comparison.rows):
-            reasons.append(f"gated metric {pattern!r} matches no metric in either run; "
-                           f"check gated_metrics in the config (have {[r.metric for r in comparison.rows]})")
+        if any(matches(r.metric, pattern) for r in comparison.rows):
+            continue
+        missing.append(pattern)
+        why = (unmeasured or {}).get(pattern) or (
+            f"it matches no metric of either run (have {[r.metric for r in comparison.rows]}): a typo in "
+            "evaluate.gate.gated_metrics?")
+        flags.append(f"gated metric {pattern!r} is not measured by this config: {why}; the gate decides on the "
+                     "metrics measured")
+    reasons, needs, opinions, held = lists["reason"], lists["needs"], lists["opinion"], lists["held"]
+    common = {"flags": flags, "unmeasured": missing}
     if reasons:
-        return GateDecision(promote=False, reasons=reasons + needs + held + opinions, status="regressed", flags=flags)
+        return GateDecision(promote=False, reasons=reasons + needs + held + opinions, status="regressed", **common)
     if needs:
-        return GateDecision(promote=False, reasons=needs + held + opinions, status="needs_labels", flags=flags)
+        return GateDecision(promote=False, reasons=needs + held + opinions, status="needs_labels", **common)
     if held:
         advice = ("add questions to the evaluation set, or set gate.inconclusive: promote to accept "
                   "undecided metrics")
-        return GateDecision(promote=False, reasons=[*held, advice, *opinions], status="hold", flags=flags)
+        return GateDecision(promote=False, reasons=[*held, advice, *opinions], status="hold", **common)
     counts = comparison.counts()
     summary = ", ".join(f"{v} {k}" for k, v in sorted(counts.items()))
     reason = f"no gated metric regressed vs {comparison.old_label} ({summary})"
-    return GateDecision(promote=True, reasons=[reason, *opinions], status="promote", flags=flags)
+    return GateDecision(promote=True, reasons=[reason, *opinions], status="promote", **common)
+
+
+def promotion_off(decision: GateDecision) -> GateDecision:
+    """The decision of a run whose config sets `evaluate.promote: false`: a gate that passed promotes
+    nothing ("promotion_off"); any other decision is kept as it is."""
+    if not decision.promote:
+        return decision
+    return decision.model_copy(update={
+        "promote": False, "status": "promotion_off",
+        "reasons": [*decision.reasons, "evaluate.promote is false: the gate passed and nothing was promoted"]})
+
+
+def settle(comparison: Comparison, thresholds: GateThresholds, plans: Mapping[str, LabelsPlan] | None = None
+           ) -> Comparison:
+    """The comparison as the gate decides it, for the table and the verdict line to show: a copy in which
+    each gated row whose judge is below the agreement bar carries the gate's outcome (`gate_role`,
+    `gate_note`) and, where the gate decides it otherwise than the judge's own interval, the verdict it
+    decided: "needs_labels" for a drop the judge sees but cannot size; the verdict of the human labels'
+    paired difference (`basis="labelled"`, its interval) once this run has labels. Rows already settled
+    are kept, so settling twice changes nothing."""
+    if not comparison.has_baseline:
+        return comparison
+    rows = []
+    for row in comparison.rows:
+        row = row.model_copy()
+        if (row.gate_role is None and row.standing is not None and row.standing.kind == "below_bar"
+                and row.basis != "labelled" and thresholds.is_gated(row.metric)):
+            row.gate_role, row.gate_note = _weak_judge(row, thresholds, (plans or {}).get(row.metric))
+        rows.append(row)
+    rows.sort(key=lambda r: (VERDICT_ORDER.index(r.verdict), r.metric))
+    return comparison.model_copy(update={"rows": rows})
+
+
+def _refusal(row: MetricComparison, thresholds: GateThresholds) -> str | None:
+    """Why a gated row that decides as any metric refuses the promotion, else None."""
+    basis = " from human labels (prediction-powered)" if row.basis == "labelled" else ""
+    if row.verdict == "regressed":
+        return _regressed(row, basis)
+    if row.verdict == "not_comparable" and row.n_new == 0 and row.n_old > 0:
+        return f"{row.metric}: no item could be scored in the new run ({row.note})"
+    if row.verdict == "removed" and thresholds.gated_metrics is not None:
+        return (f"{row.metric} is gated but missing from the new run, although this config measures it "
+                "(its items may all have failed: see the run's log)")
+    return None
+
+
+def _held(row: MetricComparison, thresholds: GateThresholds) -> str:
+    diff, low, high = row.decided_interval
+    basis = " from human labels (prediction-powered)" if row.basis == "labelled" else ""
+    why = ("the team's rule holds every inconclusive gated metric" if thresholds.inconclusive == "hold"
+           else f"only {row.n_compared} items compared, fewer than min_n={thresholds.min_n}")
+    return (f"{row.metric} inconclusive: diff {fmt_signed(diff)}, 95% CI{basis} [{fmt_signed(low)}, "
+            f"{fmt_signed(high)}] neither rules out a drop beyond {fmt_num(row.allowed_drop)} nor shows one; {why}")
 
 
 def _regressed(row: MetricComparison, basis: str, *, why: str = "") -> str:
@@ -163,22 +242,17 @@ def _regressed(row: MetricComparison, basis: str, *, why: str = "") -> str:
             f"beyond the allowed drop of {fmt_num(row.allowed_drop)}{why}")
 
 
-WeakJudge = tuple[Literal["reason", "needs", "opinion"], str]
+Role = Literal["reason", "needs", "opinion"]
 
 
-def _weak_judge(row: MetricComparison, thresholds: GateThresholds, plans: Mapping[str, LabelsPlan] | None
-                ) -> WeakJudge | None:
+def _weak_judge(row: MetricComparison, thresholds: GateThresholds, plan: LabelsPlan | None) -> tuple[Role, str]:
     """What a gated metric whose judge is below `min_judge_kappa` does (see the module doc): a reason
-    to refuse, a call for labels, or an opinion that does not decide; None when its judge decides as
-    any metric (measured agreement at the bar, not measured, or human labels on both runs)."""
-    agreement = row.agreement
-    if agreement is None or row.basis == "labelled" or agreement.kappa >= thresholds.min_judge_kappa:
-        return None
-    bar = (f"its judge's measured agreement, kappa {agreement.kappa:.2f} on {agreement.n} {agreement.data}, "
-           f"is below gate.min_judge_kappa {thresholds.min_judge_kappa:.2f}")
+    to refuse, a call for labels, or an opinion that does not decide; the row's verdict is set to what
+    decided it (in place: `settle` passes a copy)."""
+    assert row.standing is not None
+    bar = row.standing.bar
     if row.verdict not in ("regressed", "inconclusive", "unchanged", "improved"):
-        return "opinion", _below_agreement_bar(row, thresholds) or bar
-    plan = (plans or {}).get(row.metric)
+        return "opinion", _below_agreement_bar(row, thresholds)
     if plan is not None and plan.paired is not None:
         return _labelled_paired(row, plan, thresholds)
     if thresholds.weak_judge == "paired" and row.verdict == "regressed":
@@ -186,10 +260,15 @@ def _weak_judge(row: MetricComparison, thresholds: GateThresholds, plans: Mappin
             f"; {bar}, but the same judge and calibration scored both runs and its own paired difference "
             "blocks a clear regression (gate.weak_judge: paired)"))
     if sees_drop(row):
-        return "needs", _needs_labels(row, plan, bar)
-    return "opinion", _below_agreement_bar(row, thresholds) or bar
+        row.verdict, row.gated = "needs_labels", True
+        text = _needs_labels(row, plan, bar)
+        _note(row, "needs labels: the judge sees a drop it cannot size")
+        return "needs", text
+    return "opinion", _below_agreement_bar(row, thresholds)
 
 
+def _note(row: MetricComparison, note: str) -> None:
+    row.note = f"{row.note}; {note}" if row.note else note
 def sees_drop(row: MetricComparison) -> bool:
     """The judge sees a drop: its interval lies below 0 (in the bad direction), or its point drop
     exceeds the allowed drop."""
@@ -215,39 +294,45 @@ def _needs_labels(row: MetricComparison, plan: LabelsPlan | None, bar: str) -> s
             f"of {plan.n_paired} answers changed){more}: {plan.command}, then evaluate again")
 
 
-def _labelled_paired(row: MetricComparison, plan: LabelsPlan, thresholds: GateThresholds) -> WeakJudge:
+def _labelled_paired(row: MetricComparison, plan: LabelsPlan, thresholds: GateThresholds) -> tuple[Role, str]:
     """The decision on the prediction-powered paired difference from this run's labels; an undecided one
-    follows the team's inconclusive rule, as any metric's."""
+    follows the team's inconclusive rule, as any metric's. The row takes the labels' interval and verdict
+    (`basis="labelled"`), so the table shows what decided."""
     p = plan.paired
     assert p is not None
     interval = (f"diff {fmt_signed(p.diff)}, 95% CI [{fmt_signed(p.low)}, {fmt_signed(p.high)}] from {p.n_labels} "
                 f"human labels on the {p.n_changed} of {p.n_paired} answers that changed (prediction-powered, "
                 f"paired with production's judge scores); allowed drop {fmt_num(row.allowed_drop)}")
+    row.basis, row.gated = "labelled", True
+    row.labelled_diff, row.labelled_low, row.labelled_high = p.diff, p.low, p.high
+    _note(row, f"decided on human labels: {interval}")
     if p.verdict == "regressed":
+        row.verdict = "regressed"
         return "reason", f"{row.metric} regressed on human labels: {interval}"
     if p.verdict == "cleared":
+        gain_low = p.low if row.higher_is_better else -p.high
+        row.verdict = "improved" if gain_low > 0 else "unchanged"
         return "opinion", f"{row.metric} cleared by human labels: {interval}"
     undecided = f"{interval}: neither shows nor rules out a drop beyond the allowed one"
     if not _holds(row, thresholds):
+        row.verdict = "inconclusive"
         return "opinion", f"{row.metric} undecided on human labels ({undecided}); gate.inconclusive promotes it"
+    row.verdict = "needs_labels"
     more = f"{plan.labels} labels in all" if plan.labels else "more labels"
     return "needs", f"{row.metric} needs labels: {undecided}; {more} decide it: {plan.command}, then evaluate again"
 
 
-def _below_agreement_bar(row: MetricComparison, thresholds: GateThresholds) -> str | None:
+def _below_agreement_bar(row: MetricComparison, thresholds: GateThresholds) -> str:
     """Why a judged metric is shown but not gated: its measured agreement is below the team's bar.
 
     Human labels on both runs (the prediction-powered interval decides) correct the judge's bias,
-    so then it gates whatever its agreement; an unmeasured judge gates (its warning says so).
+    so then it gates whatever its agreement (`GateThresholds.judge_standing`).
     """
-    agreement = row.agreement
-    if agreement is None or row.basis == "labelled" or agreement.kappa >= thresholds.min_judge_kappa:
-        return None
+    assert row.standing is not None
     diff, low, high = row.decided_interval
     change = f" (diff {fmt_signed(diff)} [{fmt_signed(low)}, {fmt_signed(high)}])" if diff is not None else ""
-    return (f"{row.metric} is shown, not gated{change}: its judge's measured agreement, kappa "
-            f"{agreement.kappa:.2f} on {agreement.n} {agreement.data}, is below gate.min_judge_kappa "
-            f"{thresholds.min_judge_kappa:.2f}; label items (review serve) to gate on a prediction-powered estimate")
+    return (f"{row.metric} is shown, not gated{change}: {row.standing.bar}; label items (review serve) to gate on "
+            "a prediction-powered estimate")
 
 
 def _holds(row: MetricComparison, thresholds: GateThresholds) -> bool:

@@ -83,9 +83,9 @@ def labels_plans(comparison: Comparison | None, new: Mapping[str, MetricResult],
         return {}
     plans = {}
     for row in comparison.rows:
-        agreement = row.agreement
-        if (not thresholds.is_gated(row.metric) or agreement is None or row.basis == "labelled"
-                or agreement.kappa >= thresholds.min_judge_kappa or row.method != "paired"
+        # the row's standing is GateThresholds.judge_standing's, the one rule (human labels on both runs: none)
+        below_bar = row.standing is not None and row.standing.kind == "below_bar" and row.basis != "labelled"
+        if (not thresholds.is_gated(row.metric) or not below_bar or row.method != "paired"
                 or row.metric not in new or row.metric not in old):
             continue
         plans[row.metric] = plan_for(row, new[row.metric], old[row.metric], run=run)

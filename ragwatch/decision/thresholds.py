@@ -10,12 +10,25 @@ from __future__ import annotations
 
 import math
 from fnmatch import fnmatchcase
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+if TYPE_CHECKING:
+    from ragwatch.results import MetricInfo
+
 InconclusiveRule = Literal["promote", "hold", "min_n"]
 WeakJudgeRule = Literal["paired", "labels"]
+
+
+class JudgeStanding(NamedTuple):
+    """Why a judged metric does not decide as any metric: its judge is `below_bar` (measured agreement
+    under `min_judge_kappa`) or of `unknown` agreement (never measured, not trusted by the team).
+    `reason` is the short form a comparison row's note carries, `bar` the long one the gate's reasons use."""
+
+    kind: Literal["below_bar", "unknown"]
+    reason: str
+    bar: str
 
 
 def matches(name: str, pattern: str) -> bool:
@@ -30,7 +43,9 @@ class GateThresholds(BaseModel):
     `per_metric` and `gated_metrics` match exactly, by prefix or as globs. Whether a drop is a fall or
     a rise is the metric's own `MetricInfo.direction`, set where the metric is made; the gate has no
     say in it (a former `lower_is_better` list is refused with what to do instead).
-    `inconclusive`, `min_n`, `min_judge_kappa` and `weak_judge`: see `ragwatch.decision.gate`.
+    `inconclusive`, `min_n`, `min_judge_kappa` and `weak_judge`: see `ragwatch.decision.gate`. A prompted
+    judge whose agreement with labels is unknown is shown, marked "agreement unknown", and does not gate
+    unless `trust_unknown_agreement` names it (`judge_standing`, the one rule).
 
     When a run could not evaluate the system at all, the gate says "not evaluated", never
     "regression" (`ragwatch.decision.outcome`): the LLM budget stopped it, or more than
@@ -62,6 +77,9 @@ class GateThresholds(BaseModel):
     """What a judge below `min_judge_kappa` still does: paired (its own paired difference blocks a clear regression
     when the same judge and calibration scored both runs; a drop it sees but cannot size asks for labels) or labels
     (every drop it sees asks for labels)."""
+    trust_unknown_agreement: list[str] = Field(default_factory=list)
+    """Judges of unknown agreement with labels (none measured for this judge model and prompt) that gate anyway
+    (exact, prefix or glob); by default such a judge is shown, marked "agreement unknown", and does not gate."""
     max_unreachable: float = Field(0.5, ge=0.0, le=1.0)
     """Share of questions that found the system unreachable above which the run could not be evaluated (exit 3)."""
     max_judge_failures: float = Field(0.5, ge=0.0, le=1.0)
@@ -100,3 +118,26 @@ class GateThresholds(BaseModel):
 
     def is_gated(self, metric: str) -> bool:
         return self.gated_metrics is None or any(matches(metric, p) for p in self.gated_metrics)
+
+    def judge_standing(self, metric: str, info: MetricInfo, *, labelled: bool) -> JudgeStanding | None:
+        """The one rule for a judged metric's standing in the gate: None when it decides as any metric;
+        else why not (`JudgeStanding`). A metric decides when it is no judge, when human labels in both
+        runs decide it (`labelled`), when its judge's measured agreement is at `min_judge_kappa`, or when
+        its agreement is unknown and either `trust_unknown_agreement` names it or it is no prompted judge
+        (an embedding cosine or token probabilities: a measurement, not an LLM's opinion)."""
+        if not info.is_judge or labelled:
+            return None
+        agreement = info.agreement
+        if agreement is None:
+            if info.prompt_version is None or any(matches(metric, p) for p in self.trust_unknown_agreement):
+                return None
+            return JudgeStanding("unknown", "agreement unknown (gate.trust_unknown_agreement does not name it)",
+                                 "its judge's agreement with labels of its kind is unknown (no calibration for "
+                                 "this judge model and prompt) and gate.trust_unknown_agreement does not name it")
+        if agreement.kappa >= self.min_judge_kappa:
+            return None
+        bar = f"gate.min_judge_kappa {self.min_judge_kappa:.2f}"
+        return JudgeStanding(
+            "below_bar", f"judge agreement kappa {agreement.kappa:.2f} < {bar}",
+            f"its judge's measured agreement, kappa {agreement.kappa:.2f} on {agreement.n} {agreement.data}, "
+            f"is below {bar}")

@@ -34,6 +34,7 @@ from ragwatch.report.summary import (
     scale_text,
     unavailable_lines,
     verdict_line,
+    verdict_text,
 )
 from ragwatch.results import MetricResult
 from ragwatch.statements import statement_verdicts
@@ -112,7 +113,7 @@ def _summary_section(metrics: Mapping[str, MetricResult], items: pd.DataFrame,
              f"<b>{scored}</b> item scores", f'<b class="{"warn" if failed else ""}">{failed}</b> failed']
     out = f'<p class="summary">{" · ".join(parts)}</p>'
     if gate is not None:
-        cls, verdict = ("ok" if gate.promote else "" if gate.status == "not_applied" else "bad"), gate_label(gate)
+        cls, verdict = ("ok" if gate.passed else "" if gate.status == "not_applied" else "bad"), gate_label(gate)
         reasons = "".join(f"<li>{esc(r)}</li>" for r in gate.reasons)
         out += f'<div class="gate {cls}"><b>Gate: {verdict}</b><ul>{reasons}</ul></div>'
     if lines := unavailable_lines(unavailable):
@@ -154,7 +155,7 @@ def _headline_table(rows: list[HeadlineRow], labels: list[str]) -> str:
             d = r.deltas[label]
             colour = VERDICT_COLOURS.get(d.verdict, "#9e9e9e")
             badge = ("" if d.verdict == "-"
-                     else f'<span class="verdict" style="background:{colour}">{esc(d.verdict)}</span>')
+                     else f'<span class="verdict" style="background:{colour}">{esc(verdict_text(d))}</span>')
             cells += f'<td class="num">{esc(delta_interval(d)) or "-"}</td><td>{badge}</td>'
         scale = f' <span class="hint">({esc(scale_text(m))})</span>' if m is not None else ""
         body.append(f"<tr><td><b>{esc(r.metric)}</b>{scale}</td>{cells}</tr>")

@@ -58,6 +58,7 @@ class Delta:
     high: float | None
     verdict: str
     basis: str = "judge"
+    gated: bool = True
 
 
 @dataclass
@@ -75,12 +76,16 @@ class HeadlineRow:
 
     @property
     def beside(self) -> str | None:
-        """What is shown next to the value: the verdict share of a judge whose value is a calibrated
-        level (faithfulness), else the probability-weighted score."""
+        """What is shown next to the value: "agreement unknown" for a judge never measured against labels
+        (`agreement_unknown`); the verdict share of a judge whose value is a calibrated level (faithfulness),
+        else the probability-weighted score."""
         share = self.result.details.get("verdict_share") if self.result is not None else None
+        parts = ["agreement unknown"] if self.result is not None and agreement_unknown(self.result) else []
         if isinstance(share, int | float):
-            return f"verdict share {fmt_num(share)}"
-        return None if self.weighted is None else f"weighted {fmt_num(self.weighted)}"
+            parts.append(f"verdict share {fmt_num(share)}")
+        elif self.weighted is not None:
+            parts.append(f"weighted {fmt_num(self.weighted)}")
+        return "; ".join(parts) or None
 
 
 def headline_rows(metrics: Mapping[str, MetricResult], comparisons: Mapping[str, Comparison],
@@ -109,7 +114,7 @@ def _delta(cmp: Comparison, name: str) -> Delta:
     except KeyError:
         return Delta(None, None, None, "-")
     diff, low, high = r.decided_interval
-    return Delta(diff, low, high, r.verdict, r.basis)
+    return Delta(diff, low, high, r.verdict, r.basis, r.gated)
 
 
 # How the verdict line names a row's verdict; the words are the table's, so the two read alike.
@@ -121,31 +126,42 @@ def _names(rows: list[MetricComparison]) -> str:
 
 
 def comparison_verdict(cmp: Comparison, label: str) -> tuple[str, str]:
-    """("worse" | "better" | "same" | "none", sentence) for one baseline.
+    """("worse" | "undecided" | "better" | "same" | "none", sentence) for one baseline.
 
-    Written only from the rows' verdicts (`ragwatch.decision.compare.decide_verdict`), never from their
-    deltas: a metric is named as regressed or improved only when its row says so, and the gated rows
-    decide better or worse. Rows that are neither (a judge scored by another model: not comparable; a
-    gated metric missing from this run) are named with their own verdict."""
+    Written only from the rows' verdicts (`ragwatch.decision.compare.decide_verdict`, and the gate's
+    `settle`: a verdict human labels decided, "needs_labels"), never from their deltas: a metric is named
+    as regressed or improved exactly when its row says so, and the gated rows decide better or worse;
+    a row shown but not gated (a judge below the agreement bar or of unknown agreement) that regressed or
+    improved is named as such, "not gated". Rows that are neither (a judge scored by another model: not
+    comparable; a gated metric missing from this run) are named with their own verdict."""
     if not cmp.has_baseline:
         return "none", f"No {label} to compare with."
     gated = [r for r in cmp.rows if r.gated]
     regressed = [r for r in gated if r.verdict == "regressed"]
     improved = [r for r in gated if r.verdict == "improved"]
+    needs = [r for r in gated if r.verdict == "needs_labels"]
     undecided = [r for r in gated if r.verdict == "inconclusive"]
     attention = [r for r in cmp.rows if r.verdict == "not_comparable"] + [r for r in gated if r.verdict == "removed"]
+    also = f" (improved: {_names(improved)})." if improved else "."
     if regressed:
-        kind, sentence = "worse", f"Worse than {label}: {_names(regressed)} regressed" + (
-            f" (improved: {_names(improved)})." if improved else ".")
+        kind, sentence = "worse", f"Worse than {label}: {_names(regressed)} regressed" + also
+        if needs:
+            sentence += f" Needs labels: {_names(needs)}."
+    elif needs:
+        kind, sentence = "undecided", (f"Undecided vs {label}: {_names(needs)} need labels (the judge sees a drop "
+                                       "it cannot size)" + also)
     elif improved:
         kind, sentence = "better", f"Better than {label}: {_names(improved)} improved, nothing gated regressed."
     elif undecided:
-        kind, sentence = "same", (f"No clear change vs {label} ({len(undecided)} gated metrics undecided: "
-                                  "too few items?).")
+        kind, sentence = "same", f"No clear change vs {label} ({_names(undecided)} undecided: too few items?)."
     elif attention:
         kind, sentence = "same", f"No gated metric changed vs {label} among those both runs could compare."
     else:
         kind, sentence = "same", f"Same as {label}: no gated metric changed beyond its allowed drop."
+    for verdict in ("regressed", "improved"):
+        shown = [r for r in cmp.rows if not r.gated and r.verdict == verdict]
+        if shown:
+            sentence += f" Not gated: {_names(shown)} {verdict}."
     groups: dict[tuple[str, str], list[MetricComparison]] = {}
     for r in attention:
         groups.setdefault((r.verdict, r.note), []).append(r)
@@ -158,7 +174,9 @@ def verdict_line(comparisons: Mapping[str, Comparison], gate: GateDecision | Non
     """(css class "bad" | "hold" | "ok" | "none", one line answering "better or worse?").
 
     A run that could not be evaluated (gate status "not_evaluated": the system unreachable, the budget
-    reached, ...) is compared with nothing: its figures measure the failure, not the system."""
+    reached, ...) is compared with nothing: its figures measure the failure, not the system. The gated
+    metrics the gate decided without (`GateDecision.unmeasured`, each explained in the warnings) are
+    named before the gate."""
     if gate is not None and gate.status == "not_evaluated":
         return "hold", f"Could not evaluate this run: nothing is compared. Gate: {gate_label(gate)}."
     if gate is not None and gate.status == "not_applied":
@@ -170,11 +188,13 @@ def verdict_line(comparisons: Mapping[str, Comparison], gate: GateDecision | Non
         kinds.append(kind)
     if not comparisons:
         parts.append("First evaluation: nothing to compare with.")
+    if gate is not None and gate.unmeasured:
+        parts.append(f"Not measured by this config, not gated: {', '.join(gate.unmeasured)} (see warnings).")
     if gate is not None:
         parts.append("Gate: " + gate_label(gate) + ".")
     if (gate is not None and gate.status == "regressed") or "worse" in kinds:
         cls = "bad"
-    elif gate is not None and gate.status in ("hold", "needs_labels"):
+    elif (gate is not None and gate.status in ("hold", "needs_labels")) or "undecided" in kinds:
         cls = "hold"
     elif "better" in kinds or "same" in kinds:
         cls = "ok"
@@ -185,13 +205,15 @@ def verdict_line(comparisons: Mapping[str, Comparison], gate: GateDecision | Non
 
 _GATE_WORDS = {"promote": "PROMOTED", "no_baseline": "PROMOTED (first production baseline)",
                "regressed": "NOT PROMOTED (regression)", "hold": "NOT PROMOTED (held: too little evidence)",
-               "needs_labels": "NOT PROMOTED (needs labels: the judge sees a drop it cannot decide)"}
+               "needs_labels": "NOT PROMOTED (needs labels: the judge sees a drop it cannot decide)",
+               "promotion_off": "not promoted (promote: false)"}
 
 
 def gate_label(gate: GateDecision) -> str:
     """The gate's decision in words: the same on the terminal, in Markdown and in HTML. "not_evaluated"
     names its cause (the decision's first reason), never "regression"; "not_applied" says why the gate
-    did not decide (a --quick look), never "promoted"."""
+    did not decide (a --quick look), never "promoted"; "promotion_off" says the gate passed and
+    `evaluate.promote: false` promoted nothing."""
     if gate.status in ("not_evaluated", "not_applied"):
         words = gate.status.replace("_", " ").upper()
         return f"{words} ({gate.reasons[0]})" if gate.reasons else words
@@ -316,6 +338,12 @@ def _value(row: HeadlineRow) -> str:
     return text
 
 
+def agreement_unknown(m: MetricResult) -> bool:
+    """A prompted judge never measured against labels of its kind, and no human labels in this run: its
+    figure is the judge's opinion (by default it does not gate: `GateThresholds.judge_standing`)."""
+    return m.info.is_judge and m.info.prompt_version is not None and m.info.agreement is None and m.labelled is None
+
+
 def labelled_text(m: MetricResult) -> str | None:
     """The prediction-powered estimate from human labels, shown next to the judge's own score."""
     e = m.labelled
@@ -343,8 +371,13 @@ def delta_interval(d: Delta) -> str:
     return f"{fmt_signed(d.diff)}{interval}" + (" (human labels)" if d.basis == "labelled" else "")
 
 
+def verdict_text(d: Delta) -> str:
+    """A headline delta's verdict as the tables write it: "(not gated)" after a row that does not gate."""
+    return d.verdict + ("" if d.gated or d.verdict in ("no baseline", "-") else " (not gated)")
+
+
 def _delta_text(d: Delta) -> str:
-    return f"{delta_interval(d)} {d.verdict}".strip()
+    return f"{delta_interval(d)} {verdict_text(d)}".strip()
 
 
 # ---------------------------------------------------------------- comparison tables
@@ -359,6 +392,7 @@ VERDICT_COLOURS = {
     "added": "#1565c0",
     "removed": "#1565c0",
     "not_available": "#78909c",
+    "needs_labels": "#f9a825",
 }
 
 _HEADER = ("metric", "old", "new", "diff", "95% CI of diff", "n paired", "better", "allowed drop", "verdict")
@@ -374,8 +408,16 @@ def _cells(r: MetricComparison) -> list[str]:
         r.metric, fmt_num(r.old_score), fmt_num(r.new_score), fmt_signed(r.diff), interval,
         {"paired": f"{r.n_paired}", "unpaired": f"{r.n_new}/{r.n_old} unpaired",
          "exact": f"{r.n_paired} cases"}.get(r.method or "", "-"),
-        direction, fmt_num(r.allowed_drop), r.verdict + ("" if r.gated else " (not gated)"),
+        direction, fmt_num(r.allowed_drop), r.verdict + _gating(r),
     ]
+
+
+def _gating(r: MetricComparison) -> str:
+    """How the verdict cell says a row does not gate (and, for a judge of unknown agreement, why)."""
+    if r.gated:
+        return ""
+    return " (not gated: agreement unknown)" if r.standing is not None and r.standing.kind == "unknown" else (
+        " (not gated)")
 
 
 def _title(cmp: Comparison) -> str:

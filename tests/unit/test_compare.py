@@ -210,17 +210,25 @@ def test_no_baseline_promotes():
     assert "no production baseline" in comparison_text(cmp)
 
 
-def test_ungated_regressions_do_not_block_and_typos_in_gated_metrics_do():
+def test_ungated_regressions_do_not_block_and_a_gated_name_that_matches_nothing_is_warned_once():
     old = {"hit_rate@5": result("hit_rate@5", BASE), "style": result("style", BASE)}
     new = {"hit_rate@5": result("hit_rate@5", BASE), "style": result("style", BASE - 0.3)}
     th = GateThresholds(gated_metrics=["hit_rate@*"])
     cmp = compare_runs(new, old, thresholds=th)
     assert cmp.row("style").verdict == "regressed" and not cmp.row("style").gated
     assert gate_decision(cmp, th).promote
-    typo = GateThresholds(gated_metrics=["hitrate@5"])
+    # a name no metric of either run has (a typo, or a metric this config does not measure): the gate warns
+    # once and decides on what was measured; listed by the user's own config file it is refused before the
+    # run (ragwatch.preflight)
+    typo = GateThresholds(gated_metrics=["hitrate@5", "hit_rate@*"])
     decision = gate_decision(compare_runs(new, old, thresholds=typo), typo)
-    assert not decision.promote
-    assert "hitrate@5" in decision.reasons[-1] and "matches no metric" in decision.reasons[-1]
+    assert decision.promote and decision.unmeasured == ["hitrate@5"]
+    (flag,) = [f for f in decision.flags if "hitrate@5" in f]
+    assert "matches no metric" in flag and "evaluate.gate.gated_metrics" in flag
+    assert not any("hitrate@5" in r for r in decision.reasons)
+    why = {"hitrate@5": "the faithfulness judge is not enabled (evaluate.judges.enabled: [])"}
+    decision = gate_decision(compare_runs(new, old, thresholds=typo), typo, unmeasured=why)
+    assert decision.promote and any(why["hitrate@5"] in f for f in decision.flags)
 
 
 def test_thresholds_validate():
@@ -440,11 +448,18 @@ def test_a_judge_below_the_agreement_bar_does_not_decide_alone_and_the_reasons_s
         return MetricInfo(family="judge", judge_model="local/j", prompt_version="v5", agreement=agreement)
 
     th = GateThresholds(default_allowed_drop=0.05, min_judge_kappa=0.6, weak_judge="labels")
-    for kappa, status in ((0.42, "needs_labels"), (0.75, "regressed"), (None, "regressed")):
+    trusted = th.model_copy(update={"trust_unknown_agreement": ["faith*"]})
+    for kappa, status, rule in ((0.42, "needs_labels", th), (0.75, "regressed", th), (None, "promote", th),
+                                (None, "regressed", trusted)):
         old = {"faithfulness": result("faithfulness", BASE, info=judged(kappa))}
         new = {"faithfulness": result("faithfulness", BASE - 0.2, info=judged(kappa))}
-        decision = gate_decision(compare_runs(new, old, thresholds=th), th)
-        assert decision.status == status and not decision.promote, (kappa, decision.reasons)
+        cmp = compare_runs(new, old, thresholds=rule)
+        decision = gate_decision(cmp, rule)
+        assert decision.status == status and decision.promote == (status == "promote"), (kappa, decision.reasons)
+        if kappa is None and rule is th:  # agreement unknown: shown, marked, not gated unless trusted
+            row = cmp.row("faithfulness")
+            assert row.verdict == "regressed" and not row.gated and "agreement unknown" in row.note
+            assert "(not gated: agreement unknown)" in comparison_text(cmp)
         if kappa == 0.42:  # a drop the judge sees but, below the bar, cannot size: labels decide
             (note,) = [r for r in decision.reasons if "needs labels" in r]
             assert "kappa 0.42" in note and "72 statements of RAG answers" in note and "min_judge_kappa 0.60" in note
@@ -491,12 +506,13 @@ def test_a_metric_the_new_system_cannot_have_is_not_available_with_the_reason_no
     markdown = build_markdown_summary("run", without, comparisons={"production": cmp}, unavailable=unavailable)
     assert f"**not available** perplexity: in this run: {NO_LOGPROBS}" in markdown
 
-    # not a regression by default; named in gated_metrics, the gate cannot check it and says why
+    # not a regression; named in gated_metrics, the gate cannot check it: it warns once, saying why, and
+    # decides on what was measured
     assert gate_decision(cmp, GateThresholds()).promote
     decision = gate_decision(cmp, GateThresholds(gated_metrics=["a", "perplexity"]))
-    assert not decision.promote
-    assert any(r.startswith("perplexity is gated but not measured in the new run") and NO_LOGPROBS in r
-               for r in decision.reasons), decision.reasons
+    assert decision.promote and "perplexity" in decision.unmeasured
+    assert [f for f in decision.flags if f.startswith("perplexity is gated but not measured in this run")
+            and NO_LOGPROBS in f] and not any("perplexity" in r for r in decision.reasons)
 
     # the other way round: the new system gained logprobs; shown as not available in production, never blocks
     back = compare_runs(with_logprobs, without, new_label="this run", old_label="production",

@@ -312,7 +312,9 @@ def test_first_screen_answers_better_or_worse_with_deltas_per_baseline():
     old, _ = run(seed=1, shift=0.3)
     new["faithfulness"].info = judge_info()
     new["faithfulness"].details["weighted"] = 0.612
-    th = GateThresholds(default_allowed_drop=0.01, gated_metrics=["faithfulness"])
+    # a judge of unknown agreement gates only when the team trusts it (gate.trust_unknown_agreement)
+    th = GateThresholds(default_allowed_drop=0.01, gated_metrics=["faithfulness"],
+                        trust_unknown_agreement=["faithfulness"])
     cmp_prod = compare_runs(new, old, thresholds=th, old_label="production")
     cmp_prev = compare_runs(new, new, thresholds=th, old_label="previous run")
     page = build_html_report("t", new, items, comparisons={"previous run": cmp_prev, "production": cmp_prod},
@@ -327,10 +329,22 @@ def test_first_screen_answers_better_or_worse_with_deltas_per_baseline():
     faith = re.search(r"<tr><td><b>faithfulness</b>.*?</tr>", headline).group(0)
     row = cmp_prod.row("faithfulness")
     assert f"{row.diff:+.3f} [{row.diff_low:+.3f}, {row.diff_high:+.3f}]" in faith and ">regressed<" in faith
-    assert ">unchanged<" in faith and "(weighted 0.612)" in faith
+    assert ">unchanged<" in faith and "(agreement unknown; weighted 0.612)" in faith
     assert "not measured in this run" in headline  # answer_confidence is not in this run
-    # warnings: agreement with human labels unknown for the judge
+    # warnings: agreement with human labels unknown for the judge; its value is marked
     assert "agreement with labels of the kind it scores is unknown" in top
+
+    # by default such a judge is shown, not gated: the line names its regression as "not gated", the table
+    # cell says so, and the gate promotes
+    untrusted = th.model_copy(update={"trust_unknown_agreement": []})
+    cmp_prod = compare_runs(new, old, thresholds=untrusted, old_label="production")
+    gate = gate_decision(cmp_prod, untrusted)
+    page = build_html_report("t", new, items, comparisons={"production": cmp_prod}, gate=gate)
+    top = page.split("<h2>", 1)[0]
+    verdict = re.search(r'<div id="verdict" class="verdict-line ok">(.*?)</div>', top).group(1)
+    assert "Not gated: faithfulness regressed." in verdict and verdict.endswith("Gate: PROMOTED.")
+    faith = re.search(r"<tr><td><b>faithfulness</b>.*?</tr>", top).group(0)
+    assert ">regressed (not gated)<" in faith
 
 
 def test_constant_judge_and_poor_agreement_get_a_warning_box():

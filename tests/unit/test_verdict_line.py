@@ -27,10 +27,11 @@ STATUSES: tuple[str, ...] = get_args(GateStatus)
 CAUSE = "the system did not answer: connection failed: ConnectError: [Errno 111] Connection refused"
 
 
-def _gate(status: str) -> GateDecision:
+def _gate(status: str, unmeasured: tuple[str, ...] = ()) -> GateDecision:
     promote = status in ("promote", "no_baseline")
     reasons = [CAUSE] if status == "not_evaluated" else [f"reason for {status}"]
-    return GateDecision(promote=promote, status=status, reasons=reasons)
+    flags = [f"gated metric {u!r} is not measured by this config: judges off" for u in unmeasured]
+    return GateDecision(promote=promote, status=status, reasons=reasons, flags=flags, unmeasured=list(unmeasured))
 
 
 def _comparison(verdicts: tuple[str, ...]) -> Comparison:
@@ -48,16 +49,25 @@ def _named(line: str) -> dict[str, set[str]]:
     def names(pattern: str) -> set[str]:
         return {n for m in re.finditer(pattern, line) for n in m.group(1).split(", ")}
     return {
-        "regressed": names(r"Worse than [^:]+: ([m0-9, ]+) regressed"),
-        "improved": names(r"Better than [^:]+: ([m0-9, ]+) improved") | names(r"\(improved: ([m0-9, ]+)\)"),
+        "regressed": names(r"Worse than [^:]+: ([m0-9, ]+) regressed") | names(r"Not gated: ([m0-9, ]+) regressed"),
+        "improved": (names(r"Better than [^:]+: ([m0-9, ]+) improved") | names(r"\(improved: ([m0-9, ]+)\)")
+                     | names(r"Not gated: ([m0-9, ]+) improved")),
+        "needs_labels": names(r"Undecided vs [^:]+: ([m0-9, ]+) need labels") | names(r"Needs labels: ([m0-9, ]+)\."),
+        "inconclusive": names(r"No clear change vs [^(]+\(([m0-9, ]+) undecided"),
         "not_comparable": names(r"Not comparable: ([m0-9, ]+)[ .]"),
         "removed": names(r"Missing from this run: ([m0-9, ]+)[ .]"),
+        "unmeasured": names(r"Not measured by this config, not gated: ([a-z0-9_/, ]+) \(see warnings\)"),
     }
 
 
+@pytest.mark.parametrize("unmeasured", [(), ("faithfulness", "e2e_failure_rate")])
 @pytest.mark.parametrize("status", STATUSES)
-def test_every_combination_of_row_verdicts_and_gate_statuses(status: str) -> None:
-    gate = _gate(status)
+def test_every_combination_of_row_verdicts_and_gate_statuses(status: str, unmeasured: tuple[str, ...]) -> None:
+    """Every set of row verdicts (each gated and not) under every gate status, with and without gated
+    metrics this config does not measure: the line names a metric with a word exactly when its row has
+    that verdict, names every row the table marks regressed or improved (gated or not), every gated
+    metric the gate decided without, and its class agrees with the gate."""
+    gate = _gate(status, unmeasured)
     checked = 0
     for size in range(len(VERDICTS) + 1):
         for verdicts in itertools.combinations(VERDICTS, size):
@@ -79,18 +89,28 @@ def test_every_combination_of_row_verdicts_and_gate_statuses(status: str) -> Non
             by_row = {r.metric: r for r in cmp.rows}
             # a metric is named with a word only when its row has that verdict ...
             for word, names in named.items():
-                assert all(by_row[n].verdict == word for n in names), (word, names, line)
+                if word != "unmeasured":
+                    assert all(by_row[n].verdict == word for n in names), (word, names, line)
             # ... every metric the line names is in one of those clauses ...
-            assert mentioned == set().union(*named.values()), line
-            # ... and every gated regression / improvement, every non-comparable metric is named
-            assert named["regressed"] == {r.metric for r in cmp.rows if r.gated and r.verdict == "regressed"}
-            assert named["improved"] == {r.metric for r in cmp.rows if r.gated and r.verdict == "improved"}
+            assert mentioned == set().union(*(v for k, v in named.items() if k != "unmeasured")), line
+            # ... every row the table marks regressed or improved is named, gated or not ...
+            assert named["regressed"] == {r.metric for r in cmp.rows if r.verdict == "regressed"}
+            assert named["improved"] == {r.metric for r in cmp.rows if r.verdict == "improved"}
+            # ... and every gated call for labels, undecided, non-comparable and missing metric
+            assert named["needs_labels"] == {r.metric for r in cmp.rows if r.gated and r.verdict == "needs_labels"}
+            undecided = {r.metric for r in cmp.rows if r.gated and r.verdict == "inconclusive"}
+            louder = any(r.gated and r.verdict in ("regressed", "improved", "needs_labels") for r in cmp.rows)
+            assert named["inconclusive"] == (set() if louder else undecided)
             assert named["not_comparable"] == {r.metric for r in cmp.rows if r.verdict == "not_comparable"}
             assert named["removed"] == {r.metric for r in cmp.rows if r.gated and r.verdict == "removed"}
-            assert ("Worse than production" in line) == bool(named["regressed"])
-            assert ("Better than production" in line) == (bool(named["improved"]) and not named["regressed"])
-            expected = ("bad" if status == "regressed" or named["regressed"]
-                        else "hold" if status in ("hold", "needs_labels") else "ok")
+            assert named["unmeasured"] == set(unmeasured)
+            gated_regressed = any(r.gated and r.verdict == "regressed" for r in cmp.rows)
+            gated_improved = any(r.gated and r.verdict == "improved" for r in cmp.rows)
+            needs = bool(named["needs_labels"])
+            assert ("Worse than production" in line) == gated_regressed
+            assert ("Better than production" in line) == (gated_improved and not gated_regressed and not needs)
+            expected = ("bad" if status == "regressed" or gated_regressed
+                        else "hold" if status in ("hold", "needs_labels") or needs else "ok")
             assert cls == expected, (status, line)
             checked += 1
     assert checked == 2 ** len(VERDICTS)
@@ -191,3 +211,80 @@ def test_scale_comes_from_metric_info_not_the_name() -> None:
     assert any(line.split()[:2] == ["correctness", "0-1"] for line in text.splitlines())
     md = summary_markdown(metrics, {}, None, ["faithfulness", "correctness"])
     assert "| faithfulness | 1-5 |" in md and "| correctness | 0-1 |" in md
+
+
+def test_promotion_off_says_not_promoted_whatever_the_baseline() -> None:
+    """`evaluate.promote: false`: a gate that passed promotes nothing, first run or not; a refusal stays one."""
+    from ragwatch.decision.gate import promotion_off
+
+    for passed in (_gate("no_baseline"), _gate("promote")):
+        off = promotion_off(passed)
+        assert off.status == "promotion_off" and not off.promote and off.passed and not off.refused
+        assert gate_label(off) == "not promoted (promote: false)"
+        cls, line = verdict_line({"production": Comparison(has_baseline=passed.status == "promote")}, off)
+        assert line.endswith("Gate: not promoted (promote: false).") and "PROMOTED" not in line and cls != "bad"
+    refused = _gate("regressed")
+    assert promotion_off(refused) == refused
+
+
+def test_a_label_decided_row_reads_the_same_in_the_table_the_line_and_the_gate() -> None:
+    """The issue's printout: labels decided "faithfulness regressed on human labels", and the line still read
+    "No clear change ... undecided" while the table showed the judge's inconclusive interval."""
+    from ragwatch.decision.gate import settle
+    from ragwatch.decision.labels_plan import labels_plans
+    from tests.unit.test_gate_labels import RUN, TH, expected_label, faith, label, production, with_labels
+
+    probs, old = production()
+    missed = faith(probs, [f"new{i}" if i < 48 else f"old{i}" for i in range(len(probs))])
+    expected = [expected_label(it) for it in old.items]
+    new = with_labels(missed, [label(f"q{i}", expected[i] - 1 / 3, 30 / 48, f"new{i}") for i in range(30)])
+    raw = compare_runs({"faithfulness": new}, {"faithfulness": old}, thresholds=TH, old_label="production")
+    assert raw.row("faithfulness").verdict != "regressed"  # the judge alone sees no clear drop
+    plans = labels_plans(raw, {"faithfulness": new}, {"faithfulness": old}, run=RUN, thresholds=TH)
+    settled = settle(raw, TH, plans)
+    decision = gate_decision(raw, TH, plans=plans)
+    assert gate_decision(settled, TH, plans=plans) == decision  # settling twice changes nothing
+    row = settled.row("faithfulness")
+    assert (row.verdict, row.basis, row.gated) == ("regressed", "labelled", True)
+    assert decision.status == "regressed" and decision.reasons[0].startswith("faithfulness regressed on human labels")
+    assert row.labelled_diff is not None and row.labelled_high is not None and row.labelled_high < 0
+    cls, line = verdict_line({"production": settled}, decision)
+    assert line.startswith("Worse than production: faithfulness regressed.") and cls == "bad", line
+    text = summary_text({"faithfulness": new}, {"production": settled}, decision, ["faithfulness"])
+    (table_row,) = [x for x in text.splitlines() if x.startswith("faithfulness ")]
+    assert f"{row.labelled_diff:+.3f}" in table_row and "(human labels) regressed" in table_row
+    assert "inconclusive" not in table_row and "undecided" not in line
+
+    # a drop the judge sees but cannot size: the row says "needs_labels", so do the line and the gate
+    seen = faith([[0.3, *ps[1:]] if i < 48 else ps for i, ps in enumerate(probs)],
+                 [f"new{i}" if i < 48 else f"old{i}" for i in range(len(probs))])
+    raw = compare_runs({"faithfulness": seen}, {"faithfulness": old},
+                       thresholds=TH.model_copy(update={"weak_judge": "labels"}), old_label="production")
+    th = TH.model_copy(update={"weak_judge": "labels"})
+    plans = labels_plans(raw, {"faithfulness": seen}, {"faithfulness": old}, run=RUN, thresholds=th)
+    settled, decision = settle(raw, th, plans), gate_decision(raw, th, plans=plans)
+    assert settled.row("faithfulness").verdict == "needs_labels" and decision.status == "needs_labels"
+    cls, line = verdict_line({"production": settled}, decision)
+    assert "Undecided vs production: faithfulness need labels" in line and cls == "hold", line
+
+
+def test_a_gated_metric_this_config_does_not_measure_is_warned_once_and_the_gate_decides_on_the_rest() -> None:
+    """Judges off, an unchanged system: the gate promotes, the line says so, and one warning names the setting."""
+    from ragwatch.config import FullConfig
+    from ragwatch.decision.measured import unmeasured_gated
+
+    config = FullConfig.model_validate({"evaluate": {"judges": {"enabled": []}, "gate": {
+        "gated_metrics": ["system/hit_rate", "faithfulness", "e2e_failure_rate"]}}}).evaluate
+    why = unmeasured_gated(config)
+    assert set(why) == {"faithfulness", "e2e_failure_rate"}
+    assert "evaluate.judges.enabled" in why["faithfulness"] and "evaluate.e2e.tables" in why["e2e_failure_rate"]
+    hit = MetricResult.from_items("system/hit_rate", [ItemScore(item_id=f"q{i}", score=float(i % 2))
+                                                      for i in range(40)], info=MetricInfo(binary=True))
+    cmp = compare_runs({"system/hit_rate": hit}, {"system/hit_rate": hit}, thresholds=config.gate,
+                       old_label="production")
+    decision = gate_decision(cmp, config.gate, unmeasured=why)
+    assert decision.promote and decision.status == "promote" and sorted(decision.unmeasured) == sorted(why)
+    assert sum("'faithfulness'" in f for f in decision.flags) == 1 and not any("faith" in r for r in decision.reasons)
+    text = summary_text({"system/hit_rate": hit}, {"production": cmp}, decision, ["system/hit_rate"])
+    assert text.splitlines()[0].startswith("Same as production") and text.splitlines()[0].endswith("Gate: PROMOTED.")
+    assert text.count("evaluate.judges.enabled") == 1  # said once, in the warnings
