@@ -14,7 +14,7 @@ import glob
 from pathlib import Path
 
 from ragwatch.config import FullConfig
-from ragwatch.config_loader import ConfigError, load_config
+from ragwatch.config_loader import ConfigError, read_yaml, validate_config
 from ragwatch.evalset.imported import DatasetImportError, ImportSettings, import_dataset
 
 PIPELINE_STAGES = {
@@ -27,12 +27,17 @@ PATH_RULE = "relative paths resolve against the config file's directory"
 
 
 def preflight(pipeline: str, config_path: str | Path) -> FullConfig:
-    """Load and validate `config_path`, then check the inputs `pipeline` reads; raise `ConfigError`
-    listing every problem."""
+    """Load and validate `config_path`, then check the inputs `pipeline` reads and the metrics its own
+    file gates; raise `ConfigError` listing every problem."""
     if pipeline not in PIPELINE_STAGES:
         raise ConfigError(f"unknown pipeline {pipeline!r}; choose one of {', '.join(PIPELINE_STAGES)}")
-    config = load_config(config_path, FullConfig)
+    sources: dict[str, str] = {}  # dotted key -> the file that set it (an included file, or this one)
+    path = Path(config_path).expanduser().resolve()
+    config = validate_config(read_yaml(path, path_keys=FullConfig.PATH_KEYS, sources=sources), FullConfig,
+                             source=str(config_path))
     problems = check_inputs(config, pipeline)
+    if "evaluate" in PIPELINE_STAGES[pipeline]:
+        problems += gate_problems(config, own=sources.get(GATED_KEY) == str(path))
     if problems:
         raise ConfigError(f"{Path(config_path).resolve()}: cannot run {pipeline} ({PATH_RULE})\n  "
                           + "\n  ".join(problems))
@@ -53,6 +58,28 @@ def check_inputs(config: FullConfig, pipeline: str) -> list[str]:
         problems += _tables_problems(config.evaluate.e2e.tables)
     if config.reports_dir and Path(config.reports_dir).exists() and not Path(config.reports_dir).is_dir():
         problems.append(f"reports_dir: {config.reports_dir} exists and is not a directory")
+    return problems
+
+
+GATED_KEY = "evaluate.gate.gated_metrics"
+
+
+def gate_problems(config: FullConfig, *, own: bool) -> list[str]:
+    """A metric the config file's own `evaluate.gate.gated_metrics` lists (`own`: not inherited from an
+    included file or the defaults) that this config never measures, or that no metric has (a typo): the
+    gate could never check it. Inherited names are the gate's warning at run time, not an error here
+    (`ragwatch.decision.measured`)."""
+    from ragwatch.decision.measured import not_measured, unknown
+
+    if not own:
+        return []
+    problems = []
+    for pattern in config.evaluate.gate.gated_metrics or []:
+        if (why := not_measured(pattern, config.evaluate, retrieval_only=config.retrieval_only)) is not None:
+            problems.append(f"{GATED_KEY}: {pattern!r} is never measured by this config: {why}; or remove "
+                            f"{pattern!r} from {GATED_KEY}")
+        elif (hint := unknown(pattern, config.evaluate)) is not None:
+            problems.append(f"{GATED_KEY}: {pattern!r} names no metric ragwatch makes ({hint})")
     return problems
 
 
