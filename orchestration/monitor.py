@@ -49,7 +49,9 @@ def monitor_command(config_path: str | Path, *, at: str | None = None, window: s
     recorded = read_history(since=started, run_id=run_id)
     lines += ["", format_comparison(planned, recorded) if (planned.rows or recorded) else
               "estimate vs actual (usage history of this run): 0 calls planned, 0 made (generator: 0 calls)"]
-    reports = Path(config.reports_dir) if config.reports_dir else Path("reports")
+    from orchestration.runner import REPORTS_DIR  # here: the estimate above needs no ZenML
+
+    reports = Path(config.reports_dir) if config.reports_dir else REPORTS_DIR
     reports.mkdir(parents=True, exist_ok=True)
     path = (reports / f"{run.name}.html").absolute()
     path.write_text(report.html(), encoding="utf-8")

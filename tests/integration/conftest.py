@@ -1,4 +1,9 @@
-"""Fixtures for pipeline tests: a tiny corpus and configs that run with the tiny local model."""
+"""Fixtures for pipeline tests: a tiny corpus and configs that run with the tiny local model.
+
+Reports stay out of the checkout: a config from `write_config` sets `reports_dir` beside itself, and a
+run whose config sets none writes to a directory of the test session (`session_reports`), never to the
+checkout's reports/ (whose latest.html is the page of the user's last real run).
+"""
 
 from __future__ import annotations
 
@@ -19,6 +24,17 @@ TINY_DOCS = [
     "how-to/build-pipelines/use-failure-success-hooks.md",
 ]
 TINY_MODEL = "local/smollm2-135m-instruct"
+
+
+@pytest.fixture(scope="session", autouse=True)
+def session_reports(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """Where a run whose config sets no `reports_dir` writes its reports during the tests."""
+    from orchestration import runner
+
+    directory = tmp_path_factory.mktemp("reports")
+    default, runner.REPORTS_DIR = runner.REPORTS_DIR, directory
+    yield directory
+    runner.REPORTS_DIR = default
 
 
 @pytest.fixture(scope="session")
@@ -45,7 +61,8 @@ LABELLED = [
 
 
 def write_config(directory: Path, corpus: Path, *, synthetic: bool = True, **evaluate_overrides) -> Path:
-    """A full-pipeline config for the tiny corpus and the tiny model; overrides merge into `evaluate`.
+    """A full-pipeline config for the tiny corpus and the tiny model; overrides merge into `evaluate`;
+    reports go to `directory`/reports.
 
     The evaluation set is a small labelled JSONL set (so every run has judged items, whatever the
     tiny model writes) plus, with `synthetic`, pairs the tiny model generates.
@@ -77,6 +94,7 @@ def write_config(directory: Path, corpus: Path, *, synthetic: bool = True, **eva
     for key, value in evaluate_overrides.items():
         evaluate[key] = {**evaluate.get(key, {}), **value} if isinstance(value, dict) else value
     config = {
+        "reports_dir": str(directory / "reports"),
         "ingest": {"corpus": {"paths": [str(corpus)]}, "chunking": {"max_tokens": 160, "overlap_tokens": 20}},
         "testset": {
             "synthetic": synthetic,

@@ -12,6 +12,7 @@ import json
 from pathlib import Path
 
 import pytest
+import yaml
 from zenml.client import Client
 from zenml.enums import ModelStages
 
@@ -49,7 +50,9 @@ def decoy_corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return corpus
 
 
-def config(directory: Path, corpus: Path, top_k: int, max_context_chars: int = 1200) -> Path:
+def config(directory: Path, corpus: Path, top_k: int, max_context_chars: int = 1200,
+           own_reports: bool = True) -> Path:
+    """The config; without `own_reports` it sets no `reports_dir` (reports go where run.py puts them by default)."""
     path = write_config(
         directory, corpus, synthetic=False,
         system={"model_name": MODEL,
@@ -65,18 +68,31 @@ def config(directory: Path, corpus: Path, top_k: int, max_context_chars: int = 1
              "reference_answer": f"The {t} dates from the year {1700 + 7 * i}, built by the {t.split()[0]} masons."}
             for i, t in enumerate(TOPICS)]
     (directory / "labelled.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    if not own_reports:
+        settings = yaml.safe_load(path.read_text())
+        del settings["reports_dir"]
+        path.write_text(yaml.safe_dump(settings))
     return path
 
 
+def _listing(directory: Path) -> dict[str, int]:
+    return {p.name: p.stat().st_mtime_ns for p in directory.iterdir()} if directory.is_dir() else {}
+
+
 def test_top_k_cut_is_blocked_and_compare_after_promotion_uses_the_replaced_production(
-        tmp_path: Path, decoy_corpus: Path, capsys: pytest.CaptureFixture[str]) -> None:
+        tmp_path: Path, decoy_corpus: Path, capsys: pytest.CaptureFixture[str], session_reports: Path) -> None:
+    checkout_reports = Path(cli.__file__).resolve().parent / "reports"
+    before = _listing(checkout_reports)  # the user's own reports: the tests leave them alone
     assert cli.main(["full", "--config", str(config(tmp_path / "k3", decoy_corpus, top_k=3))]) == 0
     first = Client().get_model_version(MODEL, ModelStages.PRODUCTION)
     capsys.readouterr()
 
     # the regression: the system now answers from one chunk instead of three
-    assert cli.main(["full", "--config", str(config(tmp_path / "k1", decoy_corpus, top_k=1))]) == 1
+    earlier = _listing(session_reports)
+    assert cli.main(["full", "--config", str(config(tmp_path / "k1", decoy_corpus, top_k=1, own_reports=False))]) == 1
     out = capsys.readouterr().out
+    written = {name for name, at in _listing(session_reports).items() if earlier.get(name) != at}
+    assert "latest.html" in written and len(written) == 2, written  # no reports_dir: the session's directory
     assert "NOT PROMOTED" in out and "system/hit_rate regressed" in out
     verdict = next(line for line in out.splitlines() if line.startswith("Worse than"))
     assert out.index(verdict) < out.index("metric ")  # the verdict line comes first, then the headline
@@ -92,5 +108,9 @@ def test_top_k_cut_is_blocked_and_compare_after_promotion_uses_the_replaced_prod
     assert cli.main(["compare", "--config", str(harmless)]) == 0
     out = capsys.readouterr().out
     assert f"previous production {first.name}" in out, out[:2000]
-    page = Path("reports/comparison.html").read_text(encoding="utf-8")
+    page_path = tmp_path / "k3b" / "reports" / "comparison.html"  # the config's reports_dir
+    assert f"HTML: {page_path}" in out
+    page = page_path.read_text(encoding="utf-8")
+    assert (tmp_path / "k3" / "reports" / "latest.html").is_file()
+    assert _listing(checkout_reports) == before
     assert page.index('id="verdict"') < page.index("<table")

@@ -7,7 +7,8 @@ Bad input (unknown run, a run without judged items, a port in use) exits 2 with 
 The judge is a fake OpenAI-compatible server and the system under test a Python callable, so this
 exercises our plumbing, not a model. The server and the browser: tests/review_browser.py; skipped
 with the reason when Chromium or Playwright is missing. The screenshot of a labelled item is kept as
-reports/review_page.png.
+review_page.png in the test session's reports directory (`session_reports`, a pytest temporary
+directory: the checkout's reports/ is the user's).
 """
 
 from __future__ import annotations
@@ -101,7 +102,7 @@ def _labelled(page) -> int:
     return int(page.inner_text("#progress-text").split("/")[0])
 
 
-def test_label_ten_items_in_the_browser(config: Path, tmp_path: Path, capsys) -> None:
+def test_label_ten_items_in_the_browser(config: Path, tmp_path: Path, capsys, session_reports: Path) -> None:
     assert cli.main(["full", "--config", str(config)]) == 0
     assert cli.main(["ingest", "--config", str(config)]) == 0
     capsys.readouterr()
@@ -120,8 +121,7 @@ def test_label_ten_items_in_the_browser(config: Path, tmp_path: Path, capsys) ->
         assert f"port {port} on 127.0.0.1 is in use" in capsys.readouterr().err
 
     server = Server(port)
-    screenshot = ROOT / "reports" / "review_page.png"
-    screenshot.parent.mkdir(exist_ok=True)
+    screenshot = session_reports / "review_page.png"
     with review_page(server.url, width=1280, height=800) as page:
         page.wait_for_selector("ol.statements li")
         assert page.inner_text("#progress-text") == "0 / 12 labelled"
