@@ -79,9 +79,19 @@ class Candidate:
 CANDIDATES = tuple(Candidate(f, b) for f in FEATURE_SETS.values() for b in (True, False))
 
 
+# How a candidate's cut-off is chosen on its fitting data (the verdicts under the rules: a vetoed statement is
+# unsupported at any cut-off). "balanced_accuracy": best balanced accuracy (ties: the middle of the best run);
+# "kappa": best Cohen's kappa; "prevalence": the verdicts call as many statements unsupported as the readers
+# do; "balanced_accuracy_capped": best balanced accuracy among the cut-offs that call no more statements
+# unsupported than the readers do
+CUTOFF_RULES = ("balanced_accuracy", "kappa", "prevalence", "balanced_accuracy_capped")
+SHIPPED_RULE = "balanced_accuracy_capped"
+
+
 @dataclass(frozen=True)
 class Agreement:
-    """Kappa and balanced accuracy of verdicts against labels, each with its 95% interval over answers."""
+    """Kappa and balanced accuracy of verdicts against labels, each with its 95% interval over answers, and
+    the ROC AUC of the scores behind them when given."""
 
     kappa: tuple[float, float, float]
     balanced_accuracy: tuple[float, float, float]
@@ -89,16 +99,20 @@ class Agreement:
     n_answers: int
     share: float  # verdict share (supported)
     truth: float  # readers' share of supported statements
+    auc: tuple[float, float, float] | None = None
+    false_alarms: float = float("nan")  # share of the readers' supported statements called unsupported
 
     def cells(self) -> str:
         k, b = self.kappa, self.balanced_accuracy
-        return (f"{k[0]:.2f} [{k[1]:.2f}, {k[2]:.2f}] | {b[0]:.2f} [{b[1]:.2f}, {b[2]:.2f}] | "
-                f"{self.n} ({self.n_answers}) | {self.share:.2f} / {self.truth:.2f}")
+        auc = "-" if self.auc is None else f"{self.auc[0]:.2f} [{self.auc[1]:.2f}, {self.auc[2]:.2f}]"
+        return (f"{k[0]:.2f} [{k[1]:.2f}, {k[2]:.2f}] | {b[0]:.2f} [{b[1]:.2f}, {b[2]:.2f}] | {auc} | "
+                f"{self.n} ({self.n_answers}) | {1 - self.share:.2f} / {1 - self.truth:.2f} | {self.false_alarms:.2f}")
 
 
-def fit_verdict_model(records: Sequence[dict[str, Any]], candidate: Candidate) -> SupportModel:
-    """The candidate's logistic fit (L2 as scikit-learn's C=1) and the cut-off of best balanced
-    accuracy of its verdicts under the rules, both on `records` only."""
+def fit_verdict_model(records: Sequence[dict[str, Any]], candidate: Candidate,
+                      rule: str = "balanced_accuracy") -> SupportModel:
+    """The candidate's logistic fit (L2 as scikit-learn's C=1) and the cut-off its verdicts under the rules
+    get by `rule` (one of CUTOFF_RULES), both on `records` only."""
     x = np.array([feature_vector(r, candidate.features) for r in records], dtype=float)
     y = np.array([r["label"] for r in records], dtype=bool)
     if y.all() or not y.any():
@@ -107,10 +121,40 @@ def fit_verdict_model(records: Sequence[dict[str, Any]], candidate: Candidate) -
     coef = fit_logistic(x, y, w)[0]
     model = SupportModel(intercept=float(coef[0]),
                          weights=dict(zip(candidate.features, map(float, coef[1:]), strict=True)))
-    # a vetoed statement is unsupported whatever its P: it scores below every cut-off the search tries
-    scores = [-1.0 if vetoed(r) else model.predict(r) for r in records]
-    cutoff, _ = best_threshold(scores, list(y))
-    return model.model_copy(update={"cutoff": max(float(cutoff), 1e-6)})
+    return model.model_copy(update={"cutoff": cutoff_by(rule, support_scores(model, records), y)})
+
+
+def support_scores(model: SupportModel, records: Sequence[dict[str, Any]]) -> np.ndarray:
+    """P(supported) of each statement, -1 where a rule vetoes it (below every cut-off a search tries)."""
+    return np.array([-1.0 if vetoed(r) else model.predict(r) for r in records], dtype=float)
+
+
+def cutoff_by(rule: str, scores: Sequence[float], labels: Sequence[bool]) -> float:
+    """The cut-off on `scores` (supported: score >= cut-off) that `rule` chooses against `labels`."""
+    s, y = np.asarray(scores, dtype=float), np.asarray(labels, dtype=bool)
+    if rule == "balanced_accuracy":
+        return max(best_threshold(list(s), list(y))[0], 1e-6)
+    if rule not in CUTOFF_RULES:
+        raise ValueError(f"unknown cut-off rule {rule!r}; one of {CUTOFF_RULES}")
+    values = np.unique(s)
+    candidates = np.r_[(values[:-1] + values[1:]) / 2, values[-1] + 1e-9]
+    candidates = candidates[candidates > 0]  # a vetoed statement (-1) stays unsupported
+    if candidates.size == 0:
+        raise ValueError("every statement is vetoed: no cut-off to choose")
+    pred = s[None, :] >= candidates[:, None]
+    counts = np.stack([(pred & y).sum(1), (~pred & y).sum(1), (pred & ~y).sum(1), (~pred & ~y).sum(1)], axis=1)
+    called_unsupported, readers_unsupported = (~pred).mean(axis=1), (~y).mean()
+    if rule == "prevalence":
+        gap = np.abs(called_unsupported - readers_unsupported)
+        pick = np.flatnonzero(np.isclose(gap, gap.min()))[0]  # ties: the lowest cut-off (fewer called unsupported)
+        return float(candidates[pick])
+    value = np.nan_to_num(_kappa(counts) if rule == "kappa" else _balanced_accuracy(counts), nan=-np.inf)
+    if rule == "balanced_accuracy_capped":
+        value = np.where(called_unsupported <= readers_unsupported + 1e-12, value, -np.inf)
+        if not np.isfinite(value.max()):  # the rules alone veto more than the readers find: call the fewest
+            return float(candidates[0])
+    best = np.flatnonzero(np.isclose(value, value.max()))
+    return float(candidates[best[len(best) // 2]])
 
 
 def verdicts(model: SupportModel, records: Sequence[dict[str, Any]]) -> np.ndarray:
@@ -118,14 +162,34 @@ def verdicts(model: SupportModel, records: Sequence[dict[str, Any]]) -> np.ndarr
 
 
 def agreement(labels: Sequence[bool], predicted: Sequence[bool], answers: Sequence[str], *,
-              resamples: int = RESAMPLES, seed: int = 0) -> Agreement:
-    """Kappa and balanced accuracy with percentile bootstrap intervals that resample answers (the
-    statements of an answer together); replicates where a measure is undefined are skipped."""
+              resamples: int = RESAMPLES, seed: int = 0, scores: Sequence[float] | None = None) -> Agreement:
+    """Kappa and balanced accuracy (and with `scores`, ROC AUC) with percentile bootstrap intervals that
+    resample answers (the statements of an answer together); replicates where a measure is undefined are
+    skipped."""
     y, v = np.asarray(labels, dtype=bool), np.asarray(predicted, dtype=bool)
     counts, n_groups = _replicate_counts(y, [v], answers, resamples, seed)
     kappa, bal = _kappa(counts[0]), _balanced_accuracy(counts[0])
+    auc = None if scores is None else _interval(_auc_replicates(y, np.asarray(scores, float), answers, resamples, seed))
     return Agreement(kappa=_interval(kappa), balanced_accuracy=_interval(bal), n=len(y), n_answers=n_groups,
-                     share=float(v.mean()), truth=float(y.mean()))
+                     share=float(v.mean()), truth=float(y.mean()), auc=auc,
+                     false_alarms=float((~v[y]).mean()) if y.any() else float("nan"))
+
+
+def _auc_replicates(y: np.ndarray, scores: np.ndarray, answers: Sequence[str], resamples: int,
+                    seed: int) -> np.ndarray:
+    """ROC AUC (ties count half) of all statements, then of each replicate drawing answers as
+    `_replicate_counts` does (same seed, same draws); NaN where a replicate lacks a class."""
+    if len(scores) != len(y):
+        raise ValueError(f"{len(y)} labels but {len(scores)} scores: pass one of each a statement")
+    _, group = np.unique(np.asarray(answers), return_inverse=True)
+    n_groups = int(group.max()) + 1
+    drawn = np.random.default_rng(seed).multinomial(n_groups, np.full(n_groups, 1 / n_groups), size=resamples)
+    weights = np.vstack([np.ones(len(y)), drawn[:, group]])
+    pos, neg = scores[y], scores[~y]
+    wins = (pos[:, None] > neg[None, :]) + 0.5 * (pos[:, None] == neg[None, :])
+    w_pos, w_neg = weights[:, y], weights[:, ~y]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return ((w_pos @ wins) * w_neg).sum(axis=1) / (w_pos.sum(axis=1) * w_neg.sum(axis=1))
 
 
 def paired_difference(labels: Sequence[bool], first: Sequence[bool], second: Sequence[bool], answers: Sequence[str],
@@ -183,56 +247,99 @@ def _interval(values: np.ndarray) -> tuple[float, float, float]:
     return float(point), float(low), float(high)
 
 
-def measure(records: Sequence[dict[str, Any]], predicted: np.ndarray, resamples: int) -> Agreement:
-    return agreement([r["label"] for r in records], predicted, [r["answer_id"] for r in records], resamples=resamples)
+def measure(records: Sequence[dict[str, Any]], predicted: np.ndarray, resamples: int,
+            scores: np.ndarray | None = None) -> Agreement:
+    return agreement([r["label"] for r in records], predicted, [r["answer_id"] for r in records], resamples=resamples,
+                     scores=scores)
 
 
-def cross_fitted(records: list[dict[str, Any]], candidate: Candidate, *, folds: int = 5, seed: int = 0) -> np.ndarray:
-    """Every statement's verdict from a model fitted on the other folds of answers (all systems)."""
+def cross_fitted(records: list[dict[str, Any]], candidate: Candidate, *, folds: int = 5, seed: int = 0,
+                 rule: str = "balanced_accuracy") -> np.ndarray:
+    """Every statement's verdict from a model fitted (its cut-off by `rule`) on the other folds of answers."""
     out = np.zeros(len(records), dtype=bool)
     index = {id(r): i for i, r in enumerate(records)}
     parts = answer_folds(records, folds, seed)
     for k, test in enumerate(parts):
-        model = fit_verdict_model([r for j, p in enumerate(parts) if j != k for r in p], candidate)
+        model = fit_verdict_model([r for j, p in enumerate(parts) if j != k for r in p], candidate, rule)
         out[[index[id(r)] for r in test]] = verdicts(model, test)
     return out
 
 
-def leave_one_system_out(records: list[dict[str, Any]], candidate: Candidate | None) -> tuple[np.ndarray, list[str]]:
-    """Every statement's verdict from a model fitted on the other systems' statements only, and the
-    candidate used per left-out system. `None`: the candidate is chosen on the fitting systems too
-    (best cross-fitted kappa there), so the choice among candidates is held out as well."""
-    out, chosen = np.zeros(len(records), dtype=bool), []
+@dataclass(frozen=True)
+class HeldOut:
+    """Every statement's verdict and P(supported) (-1: vetoed) from a model that never saw its system, and
+    the candidate used per left-out system."""
+
+    verdicts: np.ndarray
+    scores: np.ndarray
+    chosen: list[str]
+
+
+def leave_one_system_out(records: list[dict[str, Any]], candidate: Candidate | None,
+                         rule: str = "balanced_accuracy") -> HeldOut:
+    """Every statement scored by a model fitted (its cut-off by `rule`) on the other systems' statements
+    only. `None`: the candidate is chosen on the fitting systems too (best cross-fitted kappa there), so the
+    choice among candidates is held out as well."""
+    out, scores, chosen = np.zeros(len(records), dtype=bool), np.zeros(len(records)), []
     for system in sorted({r["system"] for r in records}):
         test = [i for i, r in enumerate(records) if r["system"] == system]
         train = [r for r in records if r["system"] != system]
-        cand = candidate or choose(train)
-        out[test] = verdicts(fit_verdict_model(train, cand), [records[i] for i in test])
+        cand = candidate or choose(train, rule)
+        model = fit_verdict_model(train, cand, rule)
+        out[test] = verdicts(model, [records[i] for i in test])
+        scores[test] = support_scores(model, [records[i] for i in test])
         chosen.append(f"{system}: {cand.name}")
-    return out, chosen
+    return HeldOut(out, scores, chosen)
 
 
-def choose(records: list[dict[str, Any]]) -> Candidate:
+def choose(records: list[dict[str, Any]], rule: str = "balanced_accuracy") -> Candidate:
     """The candidate with the best kappa cross-fitted by answer on `records` (seed 0)."""
-    return max(CANDIDATES, key=lambda c: measure(records, cross_fitted(records, c), 0).kappa[0])
+    return max(CANDIDATES, key=lambda c: measure(records, cross_fitted(records, c, rule=rule), 0).kappa[0])
 
 
-HEADER = ["| verdicts | kappa [95%] | balanced accuracy [95%] | statements (answers) | verdict share / readers' |",
-          "|---|---|---|---|---|"]
+HEADER = ["| verdicts | kappa [95%] | balanced accuracy [95%] | ROC AUC [95%] | statements (answers) "
+          "| called unsupported / readers' | supported called unsupported |", "|---|---|---|---|---|---|---|"]
 
 
-def per_system(name: str, records: list[dict[str, Any]], predicted: np.ndarray, resamples: int) -> list[str]:
+def per_system(name: str, records: list[dict[str, Any]], predicted: np.ndarray, resamples: int,
+               scores: np.ndarray | None = None) -> list[str]:
     """One row for all statements and one per system."""
-    rows = [f"| {name}, all | {measure(records, predicted, resamples).cells()} |"]
+    rows = [f"| {name}, all | {measure(records, predicted, resamples, scores).cells()} |"]
     for system in sorted({r["system"] for r in records}):
         keep = np.array([r["system"] == system for r in records])
         part = [r for r, k in zip(records, keep, strict=True) if k]
-        rows.append(f"| {name}, {system} | {measure(part, predicted[keep], resamples).cells()} |")
+        rows.append(f"| {name}, {system} | "
+                    f"{measure(part, predicted[keep], resamples, None if scores is None else scores[keep]).cells()} |")
     return rows
 
 
-def report(records: list[dict[str, Any]], *, folds: int, resamples: int, seeds: int) -> tuple[list[str], Candidate]:
-    """The tables, and the candidate with the best leave-one-system-out kappa (ties: balanced accuracy)."""
+def cutoff_rules(records: list[dict[str, Any]], candidate: Candidate, resamples: int) -> list[str]:
+    """The shipped candidate under each cut-off rule, held out by system, and the cut-off each gives on all."""
+    lines = ["", f"### 7. Cut-off rules for the shipped inputs ({candidate.name}), held out by system (the weights "
+             "and the cut-off fitted on the other systems, the cut-off by the rule; `all` pools the three held-out "
+             "parts); the cut-off each rule gives fitted on all", "", *HEADER]
+    cutoffs, held = [], {}
+    for rule in CUTOFF_RULES:
+        held[rule] = leave_one_system_out(records, candidate, rule).verdicts
+        scores = leave_one_system_out(records, candidate, rule).scores if rule == CUTOFF_RULES[0] else None
+        lines += per_system(f"{rule}{' (shipped)' if rule == SHIPPED_RULE else ''}", records, held[rule],
+                            resamples, scores)
+        cutoffs.append(f"{rule}: {fit_verdict_model(records, candidate, rule).cutoff:.4f}")
+    labels, answers = [r["label"] for r in records], [r["answer_id"] for r in records]
+    base = CUTOFF_RULES[0]
+    lines += ["", f"Each rule minus `{base}`, held out by system, paired over answers (ROC AUC does not depend on "
+              "the cut-off: the same weights under every rule)", "",
+              "| rule | kappa difference [95%] | balanced accuracy difference [95%] |", "|---|---|---|"]
+    for rule in CUTOFF_RULES[1:]:
+        d = paired_difference(labels, held[base], held[rule], answers, resamples=resamples)
+        k, b = d["kappa"], d["balanced_accuracy"]
+        lines.append(f"| {rule} | {k[0]:+.3f} [{k[1]:+.3f}, {k[2]:+.3f}] | {b[0]:+.3f} [{b[1]:+.3f}, {b[2]:+.3f}] |")
+    return [*lines, "", "Cut-off fitted on all: " + "; ".join(cutoffs)]
+
+
+def report(records: list[dict[str, Any]], *, folds: int, resamples: int, seeds: int,
+           rule: str = SHIPPED_RULE) -> tuple[list[str], Candidate]:
+    """The tables (every fit's cut-off by `rule`), and the candidate chosen on all by best cross-fitted kappa."""
     systems = sorted({r["system"] for r in records})
     shipped = CALIBRATIONS[0]
     lines = [f"{len(records)} labelled statements, {len({r['answer_id'] for r in records})} answers; "
@@ -242,27 +349,32 @@ def report(records: list[dict[str, Any]], *, folds: int, resamples: int, seeds: 
              f"now ({shipped.model} / {shipped.prompt_version}: {shipped.support_model.weights}, intercept "
              f"{shipped.support_model.intercept}, cut-off {shipped.support_model.cutoff}; in-sample wherever it "
              "was fitted)", "", *HEADER,
-             *per_system("previous", records, verdicts(PREVIOUS, records), resamples),
-             *per_system("shipped now", records, verdicts(shipped.support_model, records), resamples)]
+             *per_system("previous", records, verdicts(PREVIOUS, records), resamples,
+                         support_scores(PREVIOUS, records)),
+             *per_system("shipped now", records, verdicts(shipped.support_model, records), resamples,
+                         support_scores(shipped.support_model, records))]
     loso_rows, cf_rows, scores = [], [], {}
     for cand in CANDIDATES:
-        loso, _ = leave_one_system_out(records, cand)
-        loso_rows += per_system(cand.name, records, loso, resamples)
+        held = leave_one_system_out(records, cand, rule)
+        loso = held.verdicts
+        loso_rows += per_system(cand.name, records, loso, resamples, held.scores)
         per = [measure([r for r in records if r["system"] == s],
                        loso[np.array([r["system"] == s for r in records])], 0) for s in systems]
         pooled = measure(records, loso, 0)
         scores[cand] = (pooled.kappa[0], pooled.balanced_accuracy[0], min(a.kappa[0] for a in per),
                         min(a.balanced_accuracy[0] for a in per))
-        fitted = [cross_fitted(records, cand, folds=folds, seed=s) for s in range(seeds)]
+        fitted = [cross_fitted(records, cand, folds=folds, seed=s, rule=rule) for s in range(seeds)]
         cf = [measure(records, v, 0) for v in fitted]
         cf_rows.append(f"| {cand.name} | {np.mean([a.kappa[0] for a in cf]):.3f} | "
                        f"{np.mean([a.balanced_accuracy[0] for a in cf]):.3f} | "
                        f"{measure(records, fitted[0], resamples).cells()} |")
     best = max(CANDIDATES, key=lambda c: (scores[c][0], scores[c][1]))
-    nested, chosen = leave_one_system_out(records, None)
-    loso_rows += per_system("candidate chosen on the fitting systems", records, nested, resamples)
-    loso_rows.append(f"| (chosen: {'; '.join(chosen)}) | | | | |")
-    lines += ["", f"### 2. Leave one system out (fitted on the other {len(systems) - 1}, measured on the one left out; "
+    held = leave_one_system_out(records, None, rule)
+    nested = held.verdicts
+    loso_rows += per_system("candidate chosen on the fitting systems", records, nested, resamples, held.scores)
+    loso_rows.append(f"| (chosen: {'; '.join(held.chosen)}) | | | | | | |")
+    lines += ["", f"Every fit's cut-off by the rule `{rule}` (section 7 compares the rules).", "",
+              f"### 2. Leave one system out (fitted on the other {len(systems) - 1}, measured on the one left out; "
               "`all` pools the three held-out parts)", "", *HEADER, *loso_rows,
               "", "### 3. Leave one system out, summary: pooled and the worst unseen system", "",
               "| candidate | pooled kappa | pooled balanced accuracy | worst system's kappa "
@@ -272,18 +384,19 @@ def report(records: list[dict[str, Any]], *, folds: int, resamples: int, seeds: 
                 for c, s in scores.items()],
               "", f"### 4. Cross-fitted by answer over all systems ({folds} folds; mean over {seeds} fold seeds, "
               "then seed 0 with 95% intervals)", "",
-              "| candidate | mean kappa | mean bal. acc. | seed 0: kappa [95%] | balanced accuracy [95%] "
-              "| statements (answers) | verdict share / readers' |", "|---|---|---|---|---|---|---|", *cf_rows]
+              "| candidate | mean kappa | mean bal. acc. | seed 0: kappa [95%] | balanced accuracy [95%] | ROC AUC "
+              "| statements (answers) | called unsupported / readers' | supported called unsupported |",
+              "|---|---|---|---|---|---|---|---|---|", *cf_rows]
     unseen = [i for i, r in enumerate(records) if r["system"] not in PREVIOUS_FITTED_ON]
     if unseen:
         lines += ["", *unseen_comparison([records[i] for i in unseen], PREVIOUS, nested[unseen], resamples)]
-    final = choose(records)
-    model = fit_verdict_model(records, final)
+    final = choose(records, rule)
+    model = fit_verdict_model(records, final, rule)
     lines += ["", f"### 6. The candidate chosen the same way on all {len(records)} (best cross-fitted kappa: "
               f"{final.name}; leave-one-system-out best: {best.name}), fitted on all", "",
               f"`SupportModel(intercept={model.intercept:.4f}, weights="
               + "{" + ", ".join(f'"{k}": {v:.4f}' for k, v in model.weights.items()) + "}"
-              + f", cutoff={model.cutoff:.4f})`"]
+              + f", cutoff={model.cutoff:.4f})`", *cutoff_rules(records, final, resamples)]
     return lines, final
 
 
@@ -298,7 +411,7 @@ def unseen_comparison(part: list[dict[str, Any]], previous: SupportModel, refit:
             "the refit chosen on the fitting systems minus the previous model, paired over answers", "", *HEADER,
             f"| previous | {measure(part, old, resamples).cells()} |",
             f"| refit, system left out | {measure(part, refit, resamples).cells()} |",
-            f"| difference | {k[0]:+.3f} [{k[1]:+.3f}, {k[2]:+.3f}] | {b[0]:+.3f} [{b[1]:+.3f}, {b[2]:+.3f}] | | |"]
+            f"| difference | {k[0]:+.3f} [{k[1]:+.3f}, {k[2]:+.3f}] | {b[0]:+.3f} [{b[1]:+.3f}, {b[2]:+.3f}] | | | | |"]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -308,6 +421,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--folds", type=int, default=5)
     parser.add_argument("--seeds", type=int, default=5, help="fold seeds of the cross-fitting")
     parser.add_argument("--resamples", type=int, default=RESAMPLES, help="bootstrap replicates per interval")
+    parser.add_argument("--rule", choices=CUTOFF_RULES, default=SHIPPED_RULE,
+                        help="how every fit's cut-off is chosen on its fitting data (section 7 compares them all)")
     parser.add_argument("--out", type=Path, help="also write the tables here (markdown)")
     args = parser.parse_args(argv)
     records = load_records(args.data)
@@ -315,7 +430,7 @@ def main(argv: list[str] | None = None) -> int:
     if len(systems) < 2:
         sys.exit(f"records of {len(systems)} system(s) {sorted(systems)}: leaving one system out needs 2+; "
                  "pass feature files with a `system` field naming each system under test")
-    lines, _ = report(records, folds=args.folds, resamples=args.resamples, seeds=args.seeds)
+    lines, _ = report(records, folds=args.folds, resamples=args.resamples, seeds=args.seeds, rule=args.rule)
     command = "python benchmarks/verdict_refit.py " + shlex.join(sys.argv[1:] if argv is None else argv)
     text = "\n".join([f"    {command}", "", *lines]) + "\n"
     print(text)

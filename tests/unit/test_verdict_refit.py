@@ -86,9 +86,9 @@ def test_held_out_fits_never_see_what_they_score(monkeypatch: pytest.MonkeyPatch
     seen: list[set[str]] = []
     fit = vr.fit_verdict_model
 
-    def spy(train: list[dict[str, Any]], candidate: vr.Candidate) -> Any:
+    def spy(train: list[dict[str, Any]], candidate: vr.Candidate, rule: str = "balanced_accuracy") -> Any:
         seen.append({r["answer_id"] for r in train})
-        return fit(train, candidate)
+        return fit(train, candidate, rule)
 
     monkeypatch.setattr(vr, "fit_verdict_model", spy)
     vr.cross_fitted(data, vr.CANDIDATES[0], folds=5)
@@ -96,9 +96,10 @@ def test_held_out_fits_never_see_what_they_score(monkeypatch: pytest.MonkeyPatch
     assert set.union(*[{a for a in {r["answer_id"] for r in data} if a not in s} for s in seen]) == \
         {r["answer_id"] for r in data}  # every answer was left out of some fit
     seen.clear()
-    _, chosen = vr.leave_one_system_out(data, vr.CANDIDATES[0])
+    held = vr.leave_one_system_out(data, vr.CANDIDATES[0])
     assert [{a.split("/")[0] for a in s} for s in seen] == [{"B", "C"}, {"A", "C"}, {"A", "B"}]
-    assert [c.split(":")[0] for c in chosen] == ["A", "B", "C"]
+    assert [c.split(":")[0] for c in held.chosen] == ["A", "B", "C"]
+    assert all(held.scores[i] == -1 for i, r in enumerate(data) if r["absent_terms"])
 
 
 def test_main_writes_the_table_with_the_command(tmp_path: Path) -> None:
@@ -112,6 +113,49 @@ def test_main_writes_the_table_with_the_command(tmp_path: Path) -> None:
     assert text.startswith("    python benchmarks/verdict_refit.py --data")
     assert "previous, A" in text and "shipped now, A" in text
     assert "Leave one system out" in text and "SupportModel(" in text
+    assert "ROC AUC" in text and "called unsupported / readers'" in text and "### 7. Cut-off rules" in text
+
+
+def test_cutoff_rules_choose_what_they_say() -> None:
+    """Scores that separate the classes imperfectly: balanced accuracy's cut-off calls more unsupported than
+    the readers find; `prevalence` matches the readers; the capped rule never calls more than they do."""
+    rng = np.random.default_rng(3)
+    y = rng.random(400) < 0.5
+    s = np.clip(np.where(y, rng.normal(0.65, 0.15, 400), rng.normal(0.45, 0.15, 400)), 0.001, 0.999)
+    s[:20] = -1.0  # vetoed: unsupported at any cut-off
+    for rule in vr.CUTOFF_RULES:
+        cut = vr.cutoff_by(rule, s, y)
+        called = float((s < cut).mean())
+        if rule == "prevalence":
+            assert called == pytest.approx((~y).mean(), abs=0.01)
+        if rule == "balanced_accuracy_capped":
+            assert called <= (~y).mean()
+            best = max(balanced_accuracy(y, s >= c) for c in np.unique(s) if (s < c).mean() <= (~y).mean())
+            assert balanced_accuracy(y, s >= cut) == pytest.approx(best)
+        if rule == "kappa":
+            assert cohen_kappa(y, s >= cut) >= max(cohen_kappa(y, s >= c) for c in np.linspace(0.05, 0.95, 91)) - 1e-9
+    with pytest.raises(ValueError, match="unknown cut-off rule"):
+        vr.cutoff_by("median", s, y)
+
+
+def test_auc_is_the_rank_measure_and_its_interval_covers() -> None:
+    """Point: the share of (supported, unsupported) pairs ranked right (ties half); the answer-resampled 95%
+    interval covers the population AUC of a binormal model in >= 0.90 of runs."""
+    y = np.array([True, True, False, False, True])
+    s = np.array([0.9, 0.4, 0.4, 0.1, 0.7])
+    est = vr.agreement(y, s >= 0.5, list("aabbc"), resamples=100, scores=s)
+    assert est.auc is not None and est.auc[0] == pytest.approx((1 + 1 + 0.5 + 1 + 1 + 1) / 6)
+    assert est.false_alarms == pytest.approx(1 / 3)
+    rng = np.random.default_rng(5)
+    covered, runs = 0, 200
+    truth = 0.7602  # P(N(1, 1) > N(0, 1)) = Phi(1 / sqrt 2)
+    for run in range(runs):
+        answers = np.repeat(np.arange(60), 3)
+        y = rng.random(len(answers)) < 0.5
+        s = rng.normal(y.astype(float), 1.0)
+        est = vr.agreement(y, s > 0.5, answers.astype(str), resamples=300, seed=run, scores=s)
+        covered += est.auc[1] <= truth <= est.auc[2]
+    assert covered / runs >= 0.90
 
 
 def test_main_needs_two_systems(tmp_path: Path) -> None:
