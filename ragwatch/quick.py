@@ -2,8 +2,9 @@
 
 The config is cut down, not replaced: the same documents, system, models and judges, on about
 `QUICK_ITEMS` questions (a seeded sample of the labelled sets when the config has any, else one
-generated question from each of `QUICK_ITEMS` sampled chunks; the sample's own ZenML question set
-and the keyword tests are left out). So few items give intervals too wide to tell a change from noise,
+generated question from each of `QUICK_ITEMS` sampled chunks, then questions without a reference answer
+are measured by retrieval alone; the sample's own ZenML question set and the keyword tests are left
+out). So few items give intervals too wide to tell a change from noise,
 so a quick run never decides: its gate is not applied (`evaluate.quick`; the gate reads "NOT APPLIED
 (--quick: 12 items cannot decide)"), it is not promoted (`promote: false`), its versions are those of
 `<model_name>-quick` (never the real system's production baseline), its runs are tagged `quick` (no

@@ -39,7 +39,7 @@ class EvalSetConfig(BaseModel):
     """Labelled sets to import (JSONL, CSV, LlamaIndex, Hugging Face on disk, ...)."""
     # The ZenML guide's question -> page pairs (they fit the bundled sample corpus; its config sets them).
     handwritten_retrieval_cases: str | None = None
-    """JSON file of handwritten question -> page cases (retrieval only); relative to this config file."""
+    """JSON file of handwritten question -> page cases (no reference answer); relative to this config file."""
     zenml_qa: str | None = None
     """JSONL of labelled ZenML questions (the bundled sample's format); relative to this config file."""
     # Imported questions with a source passage but no answer get a reference answer written by the

@@ -96,8 +96,8 @@ class ImportSettings(BaseModel):
     """Split of a Hugging Face DatasetDict on disk."""
     keep_extra_columns: bool = True  # unmapped columns go into sample metadata
     """Keep unmapped columns in each sample's metadata."""
-    require_relevance: bool = False  # skip rows without a relevant value (retrieval-only sets)
-    """Skip rows without a relevant value (retrieval-only sets)."""
+    require_relevance: bool = False  # skip rows without a relevant value (retrieval sets)
+    """Skip rows without a relevant value (sets made to measure retrieval)."""
     limit: int | None = Field(default=None, ge=1)
     """Keep the first n usable rows."""
     sample: int | None = Field(default=None, ge=1)
