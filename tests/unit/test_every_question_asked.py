@@ -91,7 +91,8 @@ def test_the_keyword_tests_calls_count_with_the_answers():
 
 
 def test_keyword_tests_failing_to_reach_the_system_fail_with_the_reason():
-    tables = E2ETables.model_validate({"good_responses": [{"question": "Which orchestrator?", "good_words": ["local"]}]})
+    case = {"question": "Which orchestrator?", "good_words": ["local"]}
+    tables = E2ETables.model_validate({"good_responses": [case]})
     down = [RagAnswer(question="Which orchestrator?", error="connection failed: Connection refused")]
     report = run_e2e_tests(tables, lambda questions: down)
     metric = report.metrics["e2e_failure_rate"]
@@ -107,3 +108,13 @@ def test_an_evaluation_set_belongs_to_its_job():
     assert evalset_job("ragwatch-rag", {**fingerprint, "config": "ffff"}) != job
     assert evalset_job("ragwatch-logged", fingerprint) != job
     assert evalset_job("ragwatch-rag", {**fingerprint, "inputs": "other"}) == job
+
+
+def test_a_quick_look_asks_the_users_questions_and_measures_the_rest_by_retrieval():
+    from ragwatch.config import FullConfig
+    from ragwatch.quick import quick_config
+
+    assert FullConfig().evaluate.without_reference == "answer"  # every question asked by default
+    assert quick_config(FullConfig()).evaluate.without_reference == "retrieval_only"  # the synthetic pairs only
+    own = FullConfig.model_validate({"testset": {"imports": [{"format": "jsonl", "path": "questions.jsonl"}]}})
+    assert quick_config(own).evaluate.without_reference == "answer"  # a sample of the user's own questions
