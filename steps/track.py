@@ -57,10 +57,11 @@ def gated_metadata(metrics: dict[str, Any], comparisons: RunComparisons, thresho
         entry: dict[str, Any] = {k: v for k, v in result.summary().items() if v is not None}
         for label, cmp in (("vs_previous", comparisons.previous), ("vs_production", comparisons.production)):
             row = next((r for r in cmp.rows if r.metric == name), None) if cmp is not None else None
-            if row is not None:
-                entry[label] = {k: v for k, v in {"diff": row.diff, "diff_low": row.diff_low,
-                                                  "diff_high": row.diff_high, "verdict": row.verdict}.items()
-                                if v is not None}
+            if row is not None:  # the interval that decided (human labels' when they did), as the table shows
+                diff, low, high = row.decided_interval
+                entry[label] = {k: v for k, v in {"diff": diff, "diff_low": low, "diff_high": high,
+                                                  "verdict": row.verdict, "basis": row.basis,
+                                                  "gated": row.gated}.items() if v is not None}
         out[name] = entry
     return out
 

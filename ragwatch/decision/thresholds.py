@@ -36,6 +36,12 @@ def matches(name: str, pattern: str) -> bool:
     return name == pattern or name.startswith(pattern) or fnmatchcase(name, pattern)
 
 
+def unknown_agreement(info: MetricInfo) -> bool:
+    """A prompted judge (an LLM's opinion, `prompt_version` set) never measured against labels of its kind;
+    an embedding cosine or token probabilities are measurements, not opinions, and never "unknown"."""
+    return info.is_judge and info.prompt_version is not None and info.agreement is None
+
+
 class GateThresholds(BaseModel):
     """How much each metric may drop before the gate refuses a promotion.
 
@@ -129,7 +135,7 @@ class GateThresholds(BaseModel):
             return None
         agreement = info.agreement
         if agreement is None:
-            if info.prompt_version is None or any(matches(metric, p) for p in self.trust_unknown_agreement):
+            if not unknown_agreement(info) or any(matches(metric, p) for p in self.trust_unknown_agreement):
                 return None
             return JudgeStanding("unknown", "agreement unknown (gate.trust_unknown_agreement does not name it)",
                                  "its judge's agreement with labels of its kind is unknown (no calibration for "

@@ -24,7 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ragwatch.decision.compare import Comparison, MetricComparison
 from ragwatch.decision.gate import GateDecision
-from ragwatch.decision.thresholds import matches
+from ragwatch.decision.thresholds import matches, unknown_agreement
 from ragwatch.fmt import fmt_num, fmt_signed, md_cell
 from ragwatch.results import MetricResult
 
@@ -341,7 +341,7 @@ def _value(row: HeadlineRow) -> str:
 def agreement_unknown(m: MetricResult) -> bool:
     """A prompted judge never measured against labels of its kind, and no human labels in this run: its
     figure is the judge's opinion (by default it does not gate: `GateThresholds.judge_standing`)."""
-    return m.info.is_judge and m.info.prompt_version is not None and m.info.agreement is None and m.labelled is None
+    return unknown_agreement(m.info) and m.labelled is None
 
 
 def labelled_text(m: MetricResult) -> str | None:
