@@ -2,38 +2,43 @@
 
 Context relevance asks, per retrieved passage, "does this passage help answer the question?"
 (yes/no with a reason); the item score is the fraction of relevant passages, and with logprobs the
-weighted score is the mean P(yes). Answer relevance grades 1-5 whether the answer addresses the
-question (it does not judge correctness).
+weighted score is the mean P(yes). Answer relevance asks whether the answer addresses the question
+(not whether it is correct): the item score is P(yes) on the 1-5 scale, 1 + 4 P(yes) (5 or 1 from the
+verdict alone without logprobs), and an item passes at the cut-off measured on labelled answers
+for the judge model and prompt (`ANSWER_RELEVANCE_CALIBRATIONS`, with the agreement the metric
+carries), else at P(yes) 0.5. Its Prometheus family grades the 1-5 rubric instead.
 
 Example:
     >>> ContextRelevanceJudge(llm).evaluate(samples, answers).score  # doctest: +SKIP
-    >>> AnswerRelevanceJudge(llm, threshold=4.0).evaluate(samples, answers).score  # doctest: +SKIP
+    >>> AnswerRelevanceJudge(llm, model="local/qwen2.5-coder-1.5b-instruct", use_logprobs=True).evaluate(
+    ...     samples, answers).score  # doctest: +SKIP
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Literal
+from typing import Any, Literal, Self
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ragwatch.judges.base import (
     DATA_RULE,
     FewShotExample,
+    PromptFamily,
     answer_error,
     fence,
     generation_error,
     to_json,
 )
 from ragwatch.judges.engine import LLMJudge, Plan, Score, mean
-from ragwatch.judges.likert import Criterion, DeclaredLikertJudge, LikertOptions
+from ragwatch.judges.likert import Criterion, DeclaredLikertJudge, LikertOptions, example_pair, precheck
 from ragwatch.judges.registry import JudgeDeps, JudgeOptions, register_judge
 from ragwatch.llm.logprobs import yes_probability_at
-from ragwatch.results import MetricInfo
+from ragwatch.results import JudgeAgreement, MetricInfo
 from ragwatch.types import EvalSample, RagAnswer
 
 PROMPT_VERSION = "context-relevance-v1"
-ANSWER_RELEVANCE_PROMPT_VERSION = "answer-relevance-v1"
+ANSWER_RELEVANCE_PROMPT_VERSION = "answer-relevance-v2"
 REASON_CHARS = 400
 
 SYSTEM = (
@@ -145,13 +150,141 @@ ANSWER_RELEVANCE = Criterion(
     },
 )
 
+# The json family asks one yes/no question, the readers' own (data/judge_dev/answer_relevance/LABELLING.md), and
+# reads P(yes) at the verdict; the Prometheus family keeps the 1-5 rubric.
+ANSWER_RELEVANCE_SYSTEM = (
+    "You are an evaluation judge. Decide whether an ANSWER addresses the QUESTION that was asked. Yes if it "
+    "attempts to answer this question, on topic, in a way that would help the person who asked, even if it "
+    "might be wrong or incomplete. No if it answers a different question, is off topic, only restates the "
+    "question, is empty, garbled, a refusal or \"I don't know\", or mostly filler without an answer to the "
+    "question. Do not judge whether its facts are correct.\n"
+    f"{DATA_RULE}\n"
+    'Reply with JSON only: {"verdict": "yes" or "no"}'
+)
+# the uncalibrated cut-off on the 1-5 score: P(yes) 0.5
+UNCALIBRATED_THRESHOLD = 3.0
+
+
+class AnswerVerdict(BaseModel):
+    verdict: Literal["yes", "no"]
+
+
+def relevance_score(p_yes: float) -> float:
+    """P(relevant) on the metric's 1-5 scale (1: surely not, 5: surely relevant)."""
+    return 1.0 + 4.0 * p_yes
+
+
+class RelevanceCalibration(BaseModel):
+    """The cut-off on P(yes) of one judge model and prompt version, chosen on labelled answers, and the
+    agreement of its verdicts with the labels held out by system."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    model: str  # the packaged model's name (without `local/`) or a litellm model string
+    prompt_version: str
+    cutoff: float  # on P(yes)
+    agreement: JudgeAgreement
+
+    @property
+    def threshold(self) -> float:
+        return relevance_score(self.cutoff)
+
+
+ANSWER_RELEVANCE_CALIBRATIONS: tuple[RelevanceCalibration, ...] = ()
+
+
+def answer_relevance_calibration(model: str | None, prompt_version: str) -> RelevanceCalibration | None:
+    """The calibration of this judge model (`local/<name>` or `<name>`) and prompt version, else None."""
+    if not model:
+        return None
+    from ragwatch.llm.models import packaged
+
+    spec = packaged(model)
+    name = spec.name if spec is not None else model
+    return next((c for c in ANSWER_RELEVANCE_CALIBRATIONS if c.model == name and c.prompt_version == prompt_version),
+                None)
+
 
 class AnswerRelevanceJudge(DeclaredLikertJudge):
-    """1-5: does the answer address the question."""
+    """Does the answer address the question: P(relevant) on the 1-5 scale (json family), or a 1-5 grade
+    (Prometheus family). `threshold="calibrated"`: the cut-off measured for this judge model and prompt
+    (with its agreement on the metric), else P(yes) 0.5."""
 
     CRITERION = ANSWER_RELEVANCE
     METRIC = "answer_relevance"
     PROMPT_VERSION = ANSWER_RELEVANCE_PROMPT_VERSION
+
+    def __init__(
+        self,
+        llm: Any,
+        *,
+        model: str | None = None,
+        threshold: float | Literal["calibrated"] | None = "calibrated",
+        prompt_family: PromptFamily = "json",
+        few_shot: Sequence[FewShotExample | dict[str, Any]] = (),
+        use_logprobs: bool = False,
+        name: str | None = None,
+    ) -> None:
+        calibration = (answer_relevance_calibration(model, self.PROMPT_VERSION)
+                       if use_logprobs and prompt_family == "json" else None)
+        if threshold == "calibrated":
+            threshold = calibration.threshold if calibration is not None else UNCALIBRATED_THRESHOLD
+        elif calibration is not None and threshold != calibration.threshold:
+            calibration = None  # its agreement was measured at its own cut-off
+        self.calibration = calibration
+        super().__init__(llm, model=model, threshold=threshold, prompt_family=prompt_family, few_shot=few_shot,
+                         use_logprobs=use_logprobs, name=name)
+        metric = next(iter(self.metrics))
+        if prompt_family == "json":
+            self.metrics[metric] = self.metrics[metric].model_copy(update={
+                "description": "P(the answer addresses the question) on the 1-5 scale",
+                "agreement": calibration.agreement if calibration is not None else None})
+
+    @classmethod
+    def from_options(cls, options: LikertOptions, deps: JudgeDeps) -> Self:
+        """The judge as its YAML block configures it; no `threshold` key: the calibrated cut-off."""
+        threshold = options.threshold if "threshold" in options.model_fields_set else "calibrated"
+        return cls(deps.llm, model=deps.model, threshold=threshold, prompt_family=options.prompt_family,
+                   few_shot=options.few_shot, use_logprobs=deps.use_logprobs)
+
+    def system_prompt(self) -> str:
+        return ANSWER_RELEVANCE_SYSTEM if self.prompt_family == "json" else super().system_prompt()
+
+    def _user(self, sample: EvalSample, answer: RagAnswer) -> str:
+        return (f"{fence('QUESTION', sample.question)}\n{fence('ANSWER', answer.answer)}\n"
+                "Does the ANSWER address the QUESTION? Reply with the JSON object only.")
+
+    def _example_messages(self, example: FewShotExample) -> list[dict[str, str]]:
+        if self.prompt_family != "json":
+            return super()._example_messages(example)
+        sample, answer = example_pair(example)
+        try:
+            verdict = AnswerVerdict.model_validate({"verdict": example.output.get("verdict")})
+        except ValidationError as exc:
+            raise ValueError(f"few-shot example output of judge {self.name!r} needs verdict: yes or no "
+                             f"(got {example.output})") from exc
+        return [{"role": "user", "content": self._user(sample, answer)},
+                {"role": "assistant", "content": to_json(verdict.model_dump())}]
+
+    def plan(self, sample: EvalSample, answer: RagAnswer) -> Plan:
+        """One call: the verdict, scored by P(yes) when logprobs are read (else 5 or 1)."""
+        if self.prompt_family != "json":
+            return (yield from super().plan(sample, answer))
+        if (err := precheck(sample, answer, self.criterion)) is not None:
+            return Score(error=err)
+        (gen,) = yield [self.call(self.messages(sample, answer), AnswerVerdict, self.system_prompt())]
+        if not gen.ok or gen.parsed is None:
+            return Score(error=generation_error(gen))
+        p_yes = yes_probability_at(gen)
+        yes = gen.parsed.verdict == "yes"
+        score = relevance_score(p_yes) if p_yes is not None else relevance_score(float(yes))
+        details: dict[str, Any] = {"verdict": gen.parsed.verdict, "score": score,
+                                   "reason": (f"P(relevant) {p_yes:.2f}" if p_yes is not None
+                                              else f"the judge says {gen.parsed.verdict}")}
+        if p_yes is not None:
+            details["p_yes"] = p_yes
+            details["weighted_score"] = score
+        return Score(score=score, details=details)
 
 
 @register_judge("answer_relevance", options=LikertOptions)  # opt-in

@@ -97,11 +97,80 @@ def test_per_item_replies_and_logprob_weighted_score(fake_server):
 
 
 def test_answer_relevance_sees_question_and_answer_but_not_reference(fake_server):
-    server = fake_server(lambda m: json.dumps({"reasoning": "on topic", "score": 5}))
-    result = AnswerRelevanceJudge(server.client()).evaluate([sample(1, reference=None)], [answer()])
-    assert result.items[0].score == 5.0  # no reference needed
+    server = fake_server(lambda m: json.dumps({"verdict": "yes" if "Paris" in last_user(m) else "no"}))
+    judge = AnswerRelevanceJudge(server.client())
+    result = judge.evaluate([sample(1, reference=None), sample(2)], [answer(), answer("I do not know.")])
+    assert [it.score for it in result.items] == [5.0, 1.0]  # no reference needed; the verdict alone: 5 or 1
+    assert [it.passed for it in result.items] == [True, False]
+    assert judge.metrics["answer_relevance"].threshold == 3.0 and judge.metrics["answer_relevance"].agreement is None
+    assert judge.metrics["answer_relevance"].prompt_version == "answer-relevance-v2"
     user = last_user(server.requests[0]["messages"])
     assert "<<<BEGIN QUESTION>>>" in user and "<<<BEGIN ANSWER>>>" in user and "REFERENCE" not in user
+
+
+def _verdict_script(p_yes_of):
+    prefix = '{"verdict": "'
+
+    def script(messages):
+        p = p_yes_of(last_user(messages))
+        word = "yes" if p >= 0.5 else "no"
+        return prefix + word + '"}', [(prefix, {prefix: 1.0}), (word, {"yes": p, "no": 1 - p}), ('"}', {'"}': 1.0})]
+    return script
+
+
+def test_answer_relevance_scores_p_yes_on_the_1_to_5_scale(fake_server):
+    server = fake_server(_verdict_script(lambda user: 0.9 if "Paris" in user else 0.3))
+    judge = AnswerRelevanceJudge(server.client(), use_logprobs=True)
+    result = judge.evaluate([sample(1), sample(2)], [answer(), answer("Lyon is nice.")])
+    assert [it.score for it in result.items] == [pytest.approx(1 + 4 * 0.9), pytest.approx(1 + 4 * 0.3)]
+    assert result.items[0].details["p_yes"] == pytest.approx(0.9)
+    assert result.items[0].details["weighted_score"] == pytest.approx(4.6)
+    assert [it.passed for it in result.items] == [True, False]  # P(yes) 0.5 without a calibration
+    assert result.score == pytest.approx((4.6 + 2.2) / 2)
+
+
+def test_answer_relevance_carries_its_calibration_and_agreement(fake_server, monkeypatch):
+    from ragwatch.judges import relevance
+    from ragwatch.results import JudgeAgreement
+
+    agreement = JudgeAgreement(kappa=0.5, kappa_ci=(0.3, 0.7), balanced_accuracy=0.75,
+                               balanced_accuracy_ci=(0.6, 0.85), n=98, data="answers", labels="readers")
+    cal = relevance.RelevanceCalibration(model="judge-x", prompt_version=relevance.ANSWER_RELEVANCE_PROMPT_VERSION,
+                                         cutoff=0.8, agreement=agreement)
+    monkeypatch.setattr(relevance, "ANSWER_RELEVANCE_CALIBRATIONS", (cal,))
+    server = fake_server(_verdict_script(lambda user: 0.7))
+    judge = AnswerRelevanceJudge(server.client(), model="judge-x", use_logprobs=True)
+    info = judge.metrics["answer_relevance"]
+    assert info.threshold == pytest.approx(1 + 4 * 0.8) and info.agreement == agreement
+    assert judge.evaluate([sample(1)], [answer()]).items[0].passed is False  # 3.8 < 4.2
+    # another cut-off, another model, no logprobs or the Prometheus family: the agreement does not apply
+    assert AnswerRelevanceJudge(server.client(), model="judge-x", use_logprobs=True,
+                                threshold=3.0).metrics["answer_relevance"].agreement is None
+    for other in (dict(model="judge-y", use_logprobs=True), dict(model="judge-x"),
+                  dict(model="judge-x", use_logprobs=True, prompt_family="prometheus")):
+        assert AnswerRelevanceJudge(server.client(), **other).metrics["answer_relevance"].agreement is None
+
+
+def test_answer_relevance_options_threshold_and_few_shot(fake_server):
+    from ragwatch.judges.likert import LikertOptions
+    from ragwatch.judges.registry import JudgeDeps
+
+    deps = JudgeDeps(llm=MockLLM(json.dumps({"verdict": "yes"})), model="m")
+    assert AnswerRelevanceJudge.from_options(LikertOptions(), deps).threshold == 3.0  # no key: calibrated or 0.5
+    assert AnswerRelevanceJudge.from_options(LikertOptions(threshold=4.5), deps).threshold == 4.5
+    assert AnswerRelevanceJudge.from_options(LikertOptions(threshold=None), deps).threshold is None
+    example = {"input": {"question": "Capital?", "answer": "Paris."}, "output": {"verdict": "yes"}}
+    server = fake_server(lambda m: json.dumps({"verdict": "yes"}))
+    AnswerRelevanceJudge(server.client(), few_shot=[example]).evaluate([sample(1)], [answer()])
+    assert [m["content"] for m in server.requests[0]["messages"] if m["role"] == "assistant"] == ['{"verdict": "yes"}']
+    with pytest.raises(ValueError, match="needs verdict: yes or no"):
+        AnswerRelevanceJudge(server.client(), few_shot=[{**example, "output": {"score": 5}}])
+
+
+def test_answer_relevance_prometheus_family_keeps_the_rubric(fake_server):
+    server = fake_server(lambda m: "Feedback: addresses it. [RESULT] 4")
+    result = AnswerRelevanceJudge(server.client(), prompt_family="prometheus").evaluate([sample(1)], [answer()])
+    assert result.items[0].score == 4.0
 
 
 def test_untrusted_text_is_fenced_and_cannot_close_the_fence(fake_server):
