@@ -22,6 +22,7 @@ Example:
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
@@ -103,6 +104,13 @@ class Pair:
     scale: tuple[float, float] | None
     higher_is_better: bool = True
     judged: bool = False
+    # another estimator's (diff, low, high) at a confidence (a corrected level, ragwatch.logs.judge_drift)
+    interval: Callable[[float], tuple[float, float, float]] | None = None
+
+    def diff_interval(self, confidence: float) -> tuple[float, float, float]:
+        if self.interval is not None:
+            return self.interval(confidence)
+        return unpaired_diff_interval(self.new, self.old, confidence=confidence, scale=self.scale)
 
 
 def _decide_phrase(row: DriftRow) -> str:
@@ -146,7 +154,7 @@ def decide(pairs: dict[str, Pair], settings: DriftSettings) -> list[DriftRow]:
     shown = _holm(pairs, rows, pending, alpha)
     for name in pending:
         pair, row = pairs[name], rows[name]
-        _, low, high = unpaired_diff_interval(pair.new, pair.old, confidence=1 - 2 * alpha, scale=pair.scale)
+        _, low, high = pair.diff_interval(1 - 2 * alpha)
         equivalent = -row.tolerance <= low and high <= row.tolerance  # TOST: each one-sided test at alpha
         if name not in shown:  # print the interval the verdict is read from
             row.diff_low, row.diff_high, row.level = low, high, 1 - 2 * alpha
@@ -177,8 +185,7 @@ def _holm(pairs: dict[str, Pair], rows: dict[str, DriftRow], pending: list[str],
         step = []
         for name in remaining:
             row, pair = rows[name], pairs[name]
-            row.diff, row.diff_low, row.diff_high = unpaired_diff_interval(pair.new, pair.old, confidence=level,
-                                                                           scale=pair.scale)
+            row.diff, row.diff_low, row.diff_high = pair.diff_interval(level)
             row.level = level
             if row.diff_low > 0 or row.diff_high < 0:
                 step.append(name)
@@ -193,8 +200,8 @@ def _to_decide(pair: Pair, row: DriftRow, alpha: float, alpha_drift: float) -> i
     """The answers per window that would decide, from the intervals these windows gave (never fewer
     than they hold); None when no size would."""
     diff = row.diff or 0.0
-    _, low, high = unpaired_diff_interval(pair.new, pair.old, confidence=1 - 2 * alpha, scale=pair.scale)
-    _, d_low, d_high = unpaired_diff_interval(pair.new, pair.old, confidence=1 - alpha_drift, scale=pair.scale)
+    _, low, high = pair.diff_interval(1 - 2 * alpha)
+    _, d_low, d_high = pair.diff_interval(1 - alpha_drift)
     seen = Seen(n_new=pair.new.size, n_old=pair.old.size,
                 half_drift=diff - d_low if diff >= 0 else d_high - diff,  # the side that would have to pass 0
                 half_same=max(diff - low, high - diff))

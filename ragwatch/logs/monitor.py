@@ -17,9 +17,11 @@ from pydantic import BaseModel, Field
 
 from ragwatch.artifacts import MetricGroup
 from ragwatch.judges import JudgesConfig
+from ragwatch.logs.anchor import WindowJudges, identity_of, judge_anchor
 from ragwatch.logs.drift import DriftComparison, compare_windows
 from ragwatch.logs.evaluate import evaluate_logged, log_samples
 from ragwatch.logs.feedback import FeedbackChange, FeedbackSummary, attach_feedback, feedback_changes
+from ragwatch.logs.judge_drift import JudgeDriftRow, compare_corrected, judge_drift
 from ragwatch.logs.records import BadRow, LogReadResult
 from ragwatch.logs.settings import MonitorConfig
 from ragwatch.logs.window import LogWindow, Windows
@@ -27,11 +29,13 @@ from ragwatch.results import MetricResult
 
 
 class WindowEvaluation(BaseModel):
-    """A window's sample and its figures: the metrics and what users said (the feedback summary)."""
+    """A window's sample and its figures: the metrics, what users said (the feedback summary), and the
+    judges that judged it (each one's identity and its verdicts on the labelled anchor)."""
 
     window: LogWindow
     metrics: MetricGroup
     feedback: FeedbackSummary = Field(default_factory=FeedbackSummary)
+    judges: WindowJudges = Field(default_factory=WindowJudges)
 
     @property
     def empty(self) -> bool:
@@ -54,7 +58,19 @@ def evaluate_window(window: LogWindow, config: MonitorConfig, embedder: Any = No
     every = log_samples(window.all_records) if window.unsampled else samples
     metrics, feedback = attach_feedback(group.metrics, samples, config.feedback, window_samples=every,
                                         window=window.name, confidence=config.drift.confidence)
-    return WindowEvaluation(window=window, metrics=group.model_copy(update={"metrics": metrics}), feedback=feedback)
+    return WindowEvaluation(window=window, metrics=group.model_copy(update={"metrics": metrics}), feedback=feedback,
+                            judges=window_judges(metrics, config))
+
+
+def window_judges(metrics: dict[str, MetricResult], config: MonitorConfig) -> WindowJudges:
+    """The identity of each judged metric's judge and, with the same judges, their runs on the anchor."""
+    if not config.judges.enabled:
+        return WindowJudges()
+    identities = {name: identity_of(config.judges, result) for name, result in metrics.items()
+                  if result.info.is_judge and "/" not in name}
+    anchor = judge_anchor(config.judges, config.drift.anchor)
+    identities.update({name: run.identity for name, run in anchor.items()})
+    return WindowJudges(identities=identities, anchor=anchor)
 
 
 def subset(metrics: dict[str, MetricResult], ids: set[str]) -> dict[str, MetricResult]:
@@ -65,6 +81,21 @@ def subset(metrics: dict[str, MetricResult], ids: set[str]) -> dict[str, MetricR
         if items:
             out[name] = MetricResult.from_items(name, items, info=result.info, details=dict(result.details))
     return out
+
+
+class JudgeComparison(BaseModel):
+    """The judges of two windows: each anchored judge on the anchor, and the judges that changed with no
+    anchor to correct them (metric -> what changed)."""
+
+    label: str
+    new_window: str
+    old_window: str
+    rows: list[JudgeDriftRow] = Field(default_factory=list)
+    unanchored: dict[str, str] = Field(default_factory=dict)
+
+    @property
+    def drift(self) -> list[str]:
+        return [r.metric for r in self.rows if r.drift] + list(self.unanchored)
 
 
 class MonitorReport(BaseModel):
@@ -80,6 +111,7 @@ class MonitorReport(BaseModel):
     feedback: FeedbackSummary = Field(default_factory=FeedbackSummary)  # the current window's
     feedback_windows: dict[str, FeedbackSummary] = Field(default_factory=dict)  # label -> each distinct window's
     feedback_changes: list[FeedbackChange] = Field(default_factory=list)  # the current window's vs the earlier ones
+    judge_drift: list[JudgeComparison] = Field(default_factory=list)  # each comparison's judges, on the anchor
     usage: dict[str, dict[str, Any]] = Field(default_factory=dict)  # role -> calls, tokens, cost (this run)
     annotations_written: int = 0  # verdicts written back to the trace source (Phoenix span annotations)
 
@@ -123,7 +155,26 @@ class MonitorReport(BaseModel):
                                          if v is not None}
                         for r in comparison.rows}
         out["feedback"] = feedback_metadata(self)
+        out["judge_drift"] = judge_drift_metadata(self)
         return out
+
+
+def judge_drift_metadata(report: MonitorReport) -> dict[str, Any]:
+    """The `judge_drift` metadata: per comparison, per judge: drift or not, what changed, and the anchor's
+    figures (n, kappa, balanced accuracy and level before/after, the paired difference's interval)."""
+    out: dict[str, Any] = {}
+    for comparison in report.judge_drift:
+        key = comparison.label.replace(" window", "").replace(" ", "_")  # vs_previous
+        out[key] = {r.metric: {k: v for k, v in {
+            "judge_drift": r.drift, "changes": ", ".join(r.changes) or "none", "n_anchor": r.n,
+            "kappa_old": r.kappa_old, "kappa_new": r.kappa_new, "balanced_accuracy_old": r.bacc_old,
+            "balanced_accuracy_new": r.bacc_new, "level_old": r.level_old, "level_new": r.level_new,
+            "level_diff": r.diff, "level_diff_low": r.diff_low, "level_diff_high": r.diff_high,
+            "anchor_verdicts_changed": r.n_changed, "corrected_metric": r.corrected or "none",
+            "anchor": r.source}.items() if v is not None} for r in comparison.rows}
+        out[key].update({m: {"judge_drift": True, "changes": what, "n_anchor": 0, "corrected_metric": "none"}
+                         for m, what in comparison.unanchored.items()})
+    return out
 
 
 def feedback_metadata(report: MonitorReport) -> dict[str, Any]:
@@ -149,10 +200,13 @@ def _usage(evaluations: list[WindowEvaluation]) -> dict[str, dict[str, Any]]:
     """The judge calls of each distinct window once (the reference may be the previous window)."""
     distinct = {(e.window.start, e.window.end): e for e in evaluations}
     judge = [e.metrics.details.get("usage", {}) for e in distinct.values()]
+    runs = [run for e in distinct.values() for run in e.judges.anchor.values()]
     return {
         "generator": {"calls": 0, "note": "logged answers: nothing is generated"},
         "judge": {key: sum(u.get(key, 0) for u in judge) for key in
                   ("calls", "cache_hits", "prompt_tokens", "completion_tokens", "cost_usd")},
+        "anchor": {"calls": sum(r.calls for r in runs), "cache_hits": sum(r.cache_hits for r in runs),
+                   "items": sum(len(r.ids) for r in runs)},
     }
 
 
@@ -171,19 +225,54 @@ def monitor_report(log: LogReadResult, windows: Windows, current: WindowEvaluati
         if not evaluation.empty and all(s.window != evaluation.feedback.window
                                         for s in report.feedback_windows.values()):
             report.feedback_windows[label] = evaluation.feedback
-    new = current.metrics.metrics
-    name = current.window.name
     for label, old in (("vs previous window", previous), ("vs reference window", reference)):
         same = old.window.start == current.window.start
         if old.empty or current.empty or (label == "vs reference window" and (
                 same or old.window.start == previous.window.start)):
             continue  # nothing to compare, or the reference is this window or the previous one
-        report.comparisons.append(compare_windows(new, old.metrics.metrics, config.drift, label=label,
-                                                  new_window=name, old_window=old.window.name))
+        comparison, judges = _compare(current, old, config, label)
+        report.comparisons.append(comparison)
+        report.judge_drift.append(judges)
         report.feedback_changes += feedback_changes(current.feedback, old.feedback, label, config.drift.confidence)
     if config.window.by_system_version:
         report.comparisons += version_comparisons(current, config)
     return report
+
+
+def _unanchored(current: WindowEvaluation, old: WindowEvaluation) -> dict[str, str]:
+    """Judged metrics whose judge changed between the windows with no anchor run in both."""
+    new_ids, old_ids = current.judges.identities, old.judges.identities
+    out = {}
+    for metric in sorted(set(new_ids) & set(old_ids)):
+        if metric in current.judges.anchor and metric in old.judges.anchor:
+            continue
+        if changes := new_ids[metric].changes(old_ids[metric]):
+            out[metric] = ", ".join(changes)
+    return out
+
+
+def _compare(current: WindowEvaluation, old: WindowEvaluation, config: MonitorConfig, label: str
+             ) -> tuple[DriftComparison, JudgeComparison]:
+    """The windows' metrics compared, and their judges: a judge that changed is compared on corrected levels
+    (one Holm over all the metrics); a changed judge without an anchor reads "undecided" (two judges' raw means)."""
+    new, name = current.metrics.metrics, current.window.name
+    rows, corrected = judge_drift(current.judges, old.judges, new, old.metrics.metrics, config.drift.confidence,
+                                  seed=config.drift.anchor.seed)
+    if corrected:
+        comparison = compare_corrected(new, old.metrics.metrics, corrected, config.drift, label=label,
+                                       new_window=name, old_window=old.window.name)
+    else:
+        comparison = compare_windows(new, old.metrics.metrics, config.drift, label=label, new_window=name,
+                                     old_window=old.window.name)
+    unanchored = _unanchored(current, old)
+    for row in comparison.rows:
+        base = row.metric.split("/")[0]
+        if base in unanchored:
+            row.verdict, row.direction, row.answers_to_decide = "undecided", "", None
+            row.note = (f"the judge changed ({unanchored[base]}) and no anchor labels this metric: the raw means "
+                        "of two judges do not measure the system (drift.anchor.path: labels of your own)")
+    return comparison, JudgeComparison(label=label, new_window=name, old_window=old.window.name, rows=rows,
+                                       unanchored=unanchored)
 
 
 def version_comparisons(current: WindowEvaluation, config: MonitorConfig) -> list[DriftComparison]:

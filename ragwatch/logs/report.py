@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 from ragwatch.fmt import fmt_num, fmt_signed
 from ragwatch.logs.feedback import SELF_SELECTED, level_text
+from ragwatch.logs.judge_drift import CORRECTED
 from ragwatch.report.style import CSS, esc
 
 if TYPE_CHECKING:
@@ -23,7 +24,10 @@ def usage_text(report: MonitorReport) -> str:
             f"  generator: {generator.get('calls', 0)} calls ({generator.get('note', '')})\n"
             f"  judge: {judge.get('calls', 0)} calls, {judge.get('cache_hits', 0)} cache hits, "
             f"{judge.get('prompt_tokens', 0)} + {judge.get('completion_tokens', 0)} tokens, "
-            f"${judge.get('cost_usd', 0.0):.4f}")
+            f"${judge.get('cost_usd', 0.0):.4f}"
+            + (f"\n  anchor: {anchor['calls']} calls, {anchor['cache_hits']} cache hits for {anchor['items']} anchor "
+               "items re-judged (each window's judge; the LLM cache serves an unchanged one)"
+               if (anchor := report.usage.get("anchor", {})).get("items") else ""))
 
 
 def feedback_text(report: MonitorReport) -> str:
@@ -60,11 +64,35 @@ def feedback_text(report: MonitorReport) -> str:
     return "\n".join(lines)
 
 
+def judge_drift_text(report: MonitorReport) -> str:
+    """Per comparison: each judge on the anchor (judge drift, with the anchor's figures), then the system's
+    drift on the corrected levels, apart."""
+    lines: list[str] = []
+    for judges, comparison in zip(report.judge_drift, report.comparisons, strict=False):
+        if not judges.rows and not judges.unanchored:
+            continue
+        lines.append(f"judges {judges.label} ({judges.new_window} vs {judges.old_window}), on the labelled anchor:")
+        lines += [f"  {row.text()}" for row in judges.rows]
+        lines += [f"  judge drift: {metric} judge changed ({what}), and no anchor labels it: its rows read undecided"
+                  for metric, what in judges.unanchored.items()]
+        corrected = [r for r in comparison.rows if r.metric.endswith(f" {CORRECTED}")]
+        if corrected:
+            shown = [f"{r.metric} {r.verdict} ({r.direction})" for r in corrected if r.verdict == "drift"]
+            rest = "; ".join(f"{r.metric} {fmt_num(r.old_score)} -> {fmt_num(r.new_score)}: {r.verdict}"
+                             + (f": {r.note}" if r.diff is None else "") for r in corrected)
+            lines.append(f"  system drift on corrected levels: {', '.join(shown) if shown else 'none'} ({rest})")
+        elif any(r.drift for r in judges.rows):
+            lines.append("  system drift on corrected levels: not measured (the windows' judged metrics are missing)")
+    return "\n".join(lines)
+
+
 def report_text(report: MonitorReport) -> str:
     counts = report.counts
     lines = [f"monitor: {report.verdict_line()}", "",
              f"log {report.source}: " + ", ".join(f"{n} {o.replace('_', ' ')}" for o, n in counts.items())]
     lines += [f"  {b.where}: {b.outcome.replace('_', ' ')}: {b.reason}" for b in report.bad[:10]]
+    if judges := judge_drift_text(report):
+        lines += [judges, ""]
     lines += ["", *report.windows.values(), "", "this window:"]
     for name, s in sorted(report.metrics.items()):
         interval = f"[{fmt_num(s.get('ci_low'))}, {fmt_num(s.get('ci_high'))}]"
@@ -106,6 +134,8 @@ def report_html(report: MonitorReport) -> str:
                          f"<td style='color:{_COLOURS[r.verdict]};font-weight:600'>{esc(verdict)}</td>"
                          f"<td>{esc(r.note)}</td></tr>")
         parts.append("</table>")
+    if judges := judge_drift_text(report):
+        parts.append(f"<h2>Judge drift, on the labelled anchor</h2><pre>{esc(judges)}</pre>")
     parts.append(f"<h2>User feedback</h2><pre>{esc(feedback_text(report))}</pre>")
     parts.append(f"<h2>Usage</h2><pre>{esc(usage_text(report))}</pre></body></html>")
     return "".join(parts)

@@ -8,7 +8,7 @@ Example (configs/monitor.yaml):
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -56,6 +56,26 @@ class WindowSettings(_Strict):
         return value
 
 
+class AnchorSettings(_Strict):
+    """The labelled anchor re-judged with each window's judge, so that a change of the judge (a new model
+    or prompt, a provider's silent change) is told from a change of the system (docs/monitoring.md)."""
+
+    enabled: bool = True
+    """Re-judge the anchor with each window's judge (only judges with anchor labels: faithfulness and
+    answer_relevance from the shipped reference labels, or the metric your own file labels)."""
+    path: str | None = None
+    """Your own labelled file (JSONL/CSV: question, answer, contexts, label); null: the shipped reference labels."""
+    format: Literal["auto", "jsonl", "halueval"] = "auto"
+    """Its format, as `calibrate --labels` reads it (generic, ragas and LlamaIndex columns, or HaluEval)."""
+    metric: str | None = None
+    """The judged metric your file labels (null: faithfulness when every item has contexts, else answer_relevance)."""
+    size: int = Field(default=40, ge=10)
+    """Anchor items judged per window: a seeded sample, the same items every time (half of each label
+    where the labels allow)."""
+    seed: int = 0
+    """The anchor sample's seed."""
+
+
 class DriftSettings(_Strict):
     """"drift": the interval of the difference excludes 0 (Holm over the window's metrics: `confidence`
     holds for the whole window); "no drift": the interval at `1 - 2 (1 - confidence)` lies within
@@ -66,6 +86,8 @@ class DriftSettings(_Strict):
     """"no drift" when the interval lies within +-tolerance, a share of the metric's scale."""
     confidence: float = Field(default=0.95, gt=0.5, lt=1)
     """Confidence of "drift" for the whole window (Holm over its metrics) and of "no drift" per metric."""
+    anchor: AnchorSettings = Field(default_factory=AnchorSettings)
+    """The labelled anchor that tells judge drift from system drift."""
 
 
 class FeedbackSettings(_Strict):
@@ -95,7 +117,7 @@ class FeedbackSettings(_Strict):
 class MonitorConfig(_Strict):
     """The whole configuration of a monitor run (`python run.py monitor --config configs/monitor.yaml`)."""
 
-    PATH_KEYS: ClassVar[tuple[str, ...]] = ("logs.path", "reports_dir")
+    PATH_KEYS: ClassVar[tuple[str, ...]] = ("logs.path", "reports_dir", "drift.anchor.path")
 
     logs: LogSettings
     """The log: its path and format (relative paths: to this config file)."""
