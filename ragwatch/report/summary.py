@@ -506,8 +506,10 @@ def metrics_text(metrics: Mapping[str, MetricResult], unavailable: Mapping[str, 
     for name, result in sorted(metrics.items()):
         score = "-" if result.score is None else f"{result.score:.3f}"
         interval = "" if result.ci_low is None else f"[{result.ci_low:.3f}, {result.ci_high:.3f}]"
+        # items the metric does not apply to (`ItemScore.skipped`, e.g. "no reference answer"): said, not failed
+        skipped = next((f"{result.n_skipped} skipped: {it.error}" for it in result.items if it.skipped), "")
         lines.append(f"{name:<34} {score:>7}  {interval:<17} {result.n_scored:>4} {result.n_failed:>6}  "
-                     f"{result.ci_method or ''}")
+                     + "; ".join(filter(None, (result.ci_method, skipped))))
     lines += unavailable_lines(unavailable)
     labelled = {name: r.labelled for name, r in sorted(metrics.items()) if r.labelled}
     if labelled:  # human labels on some items: the prediction-powered estimate beside the judge's

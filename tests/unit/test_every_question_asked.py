@@ -118,3 +118,12 @@ def test_a_quick_look_asks_the_users_questions_and_measures_the_rest_by_retrieva
     assert quick_config(FullConfig()).evaluate.without_reference == "retrieval_only"  # the synthetic pairs only
     own = FullConfig.model_validate({"testset": {"imports": [{"format": "jsonl", "path": "questions.jsonl"}]}})
     assert quick_config(own).evaluate.without_reference == "answer"  # a sample of the user's own questions
+
+
+def test_the_printout_says_why_items_were_skipped():
+    from ragwatch.report.summary import metrics_text
+
+    items = [ItemScore(item_id="a", error=NO_REFERENCE, skipped=True), ItemScore(item_id="b", error=NO_REFERENCE,
+                                                                                 skipped=True)]
+    line = metrics_text({"correctness": MetricResult.from_items("correctness", items)}).splitlines()[1]
+    assert line.split()[:4] == ["correctness", "-", "0", "0"] and line.endswith("2 skipped: no reference answer")
