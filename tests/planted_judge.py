@@ -67,7 +67,8 @@ def write_log(path: Path, on_topic: dict[int, float], per_day: int = 60) -> None
         for i in range(per_day):
             answer = ("Register it with zenml stack register NAME." if i < good
                       else "The weather is fine today and nothing else is known.")
-            rows.append({"trace_id": f"d{day}-{i}", "timestamp": (first + timedelta(days=day, minutes=20 * i)).isoformat(),
+            when = first + timedelta(days=day, minutes=20 * i)
+            rows.append({"trace_id": f"d{day}-{i}", "timestamp": when.isoformat(),
                          "question": f"How do I register stack number {i}?", "answer": answer,
                          "contexts": [{"text": "Register a stack with zenml stack register NAME.", "id": "c1"}]})
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))

@@ -52,7 +52,7 @@ class JudgeIdentity(BaseModel):
 
     model: str | None = None
     prompt_version: str | None = None
-    settings: str = ""  # sha256[:12] of the judge's options block and the LLM settings (but the model) that shape replies
+    settings: str = ""  # sha256[:12] of the options block and the LLM settings but the model
     calibration: str | None = None
 
     def changes(self, old: JudgeIdentity) -> list[str]:
