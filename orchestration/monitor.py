@@ -57,7 +57,7 @@ def monitor_command(config_path: str | Path, *, at: str | None = None, window: s
     path.write_text(report.html(), encoding="utf-8")
     lines += ["", f"report: {path}", *run_location("monitor", run.name, run.id, [
         ("drift_report", REPORT_STEP, "the drift report")], ["monitor", "drift_vs_previous", "drift_vs_reference",
-                                                             "feedback"])]
+                                                             "feedback", "judge_drift"])]
     return (1 if report.worse else 0), "\n".join(lines)
 
 

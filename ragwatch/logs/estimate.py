@@ -9,13 +9,16 @@ Example:
 from __future__ import annotations
 
 import time
+from typing import Any
 
 import numpy as np
 
+from ragwatch.calibration.loaders import to_eval_pairs
 from ragwatch.estimate.dry import DryClient
 from ragwatch.estimate.table import Estimate, estimate_row
 from ragwatch.judges import build_judges, run_judges
 from ragwatch.llm.history import read_history
+from ragwatch.logs.anchor import anchor_config, anchored_metrics, load_anchor
 from ragwatch.logs.evaluate import log_samples
 from ragwatch.logs.settings import MonitorConfig
 from ragwatch.logs.window import Windows
@@ -30,6 +33,21 @@ class _NoEmbedder:
 
     def embed(self, texts: list[str]) -> np.ndarray:
         return np.ones((len(texts), self.dim), dtype=np.float32) / np.sqrt(self.dim)
+
+
+def _anchor_rows(config: MonitorConfig, estimate: Estimate) -> list[Any]:
+    """The anchor re-judged once with this run's judge (the LLM cache serves the other windows' runs)."""
+    rows = []
+    for metric in anchored_metrics(config.judges, config.drift.anchor):
+        _, unit, items = load_anchor(metric, config.drift.anchor)
+        anchor = anchor_config(config.judges, metric)
+        dry = DryClient(anchor.llm, role="judge", history=read_history())
+        samples, answers = to_eval_pairs(items)
+        run_judges(build_judges(anchor, dry, embedder=_NoEmbedder(), generator_llm=None), samples, answers)
+        rows += [estimate_row(count, anchor.llm) for count in dry.stages.values()]
+        estimate.notes.append(f"anchor: {len(items)} labelled {unit} re-judged by the {metric} judge "
+                              "(once per distinct judge: the LLM cache serves an unchanged one)")
+    return rows
 
 
 def estimate_monitor(config: MonitorConfig, windows: Windows) -> Estimate:
@@ -53,5 +71,6 @@ def estimate_monitor(config: MonitorConfig, windows: Windows) -> Estimate:
         if judges:
             run_judges(judges, samples, LoggedRAG().answer_samples(samples))
         estimate.rows += [estimate_row(count, config.judges.llm) for count in dry.stages.values()]
+        estimate.rows += _anchor_rows(config, estimate)
     estimate.seconds = time.perf_counter() - started
     return estimate
