@@ -11,6 +11,8 @@ Usage, after changing base.txt or dev.txt:
     .venv/bin/python -m pip install -r requirements/base.txt -r requirements/dev.txt
     .venv/bin/python scripts/lock_requirements.py            # rewrites both locks
     .venv/bin/python scripts/lock_requirements.py --check    # exit 1 when either lock is stale
+
+Either way it exits 1 when a runtime pin's Requires-Python excludes the image's Python.
 """
 
 from __future__ import annotations
@@ -152,16 +154,14 @@ def main(argv: list[str] | None = None) -> int:
                 stale.append(path.relative_to(ROOT).as_posix())
         else:
             path.write_text(text, encoding="utf-8")
-    if not args.check:
-        # A pin the image's Python cannot install is a lock the image cannot build from: say so now.
-        for problem in python_problems(read_pins(RUNTIME_LOCK)):
-            print(f"lock_requirements: warning: {problem}", file=sys.stderr)
+    # A pin the image's Python cannot install is a lock the image cannot build from: say so either way.
+    problems = python_problems(read_pins(RUNTIME_LOCK))
+    for problem in problems:
+        print(f"lock_requirements: {problem} (the parent image cannot install it)", file=sys.stderr)
     if stale:
         print(f"lock_requirements: {', '.join(stale)} differ from this environment's closure of base.txt and "
               "dev.txt: run .venv/bin/python scripts/lock_requirements.py (after installing both)", file=sys.stderr)
-        return 1
-    return 0
-
+    return 1 if stale or problems else 0
 
 if __name__ == "__main__":
     sys.exit(main())
