@@ -15,6 +15,7 @@
     python run.py config show [PIPELINE] the resolved config, each value with the file it came from
     python run.py monitor [--window 1d] [--at DATE] [--estimate]
                                        logged answers of a window, evaluated as answered, drift vs earlier windows
+    python run.py export --otlp-endpoint URL [--run RUN]  a run's results as OpenTelemetry evaluation events
 
 `ragwatch` (after `pip install -e .`) is the same command. Relative paths inside a config file
 resolve against that file's directory; reports go to reports/ under the current directory (or the
@@ -181,6 +182,16 @@ def build_parser() -> argparse.ArgumentParser:
     monitor.add_argument("--at", help="the window's end, ISO 8601 (default: the end of the last logged day, UTC)")
     monitor.add_argument("--estimate", action="store_true", help="print the bill for the sampled windows and exit")
     monitor.add_argument("--no-cache", action="store_true", help="re-run every step")
+
+    export_otlp = commands.add_parser("export", help="send a run's results to an OTLP endpoint (Phoenix, Langfuse)",
+                                      description="Per-item scores, metric levels with their intervals and the "
+                                                  "verdict of an evaluation run as OpenTelemetry GenAI evaluation "
+                                                  "events; items from a log join their logged traces. See "
+                                                  "docs/monitoring.md (Export to OpenTelemetry).")
+    export_otlp.add_argument("--otlp-endpoint", required=True, help="OTLP/HTTP URL, e.g. http://127.0.0.1:6006 "
+                                                                    "(/v1/traces is added when missing)")
+    export_otlp.add_argument("--run", help="run name or id (default: the newest completed evaluation run)")
+    export_otlp.add_argument("--project", help="Phoenix project of the spans (openinference.project.name)")
 
     dashboard = commands.add_parser("dashboard", help="the local ZenML dashboard on 127.0.0.1")
     dashboard.add_argument("--port", type=int, default=8237)
@@ -403,6 +414,12 @@ def main(argv: list[str] | None = None) -> int:
 
             code, text = monitor_command(args.config, at=args.at, window=args.window, estimate=args.estimate,
                                          no_cache=args.no_cache)
+            print(text)
+            return code
+        if args.command == "export":
+            from orchestration.export import export_command
+
+            code, text = export_command(args.otlp_endpoint, args.run, args.project)
             print(text)
             return code
         if args.command == "watch":

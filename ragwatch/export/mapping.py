@@ -218,13 +218,16 @@ def item_results(run: RunExport) -> dict[str, list[Attributes]]:
     return out
 
 
+_OUTPUT_KEYS = {"gen_ai.evaluation.score.value": "value", "gen_ai.evaluation.score.label": "label",
+                "gen_ai.evaluation.explanation": "explanation", "error.type": "error"}
+
+
 def item_attributes(run: RunExport, item_id: str, events: Sequence[Attributes]) -> Attributes:
     """An item span: which run and item, each metric's score as `ragwatch.score.<metric>` (to filter on),
     all of them as JSON output (what Phoenix and Langfuse show as the span's output); an item answered
     from a log that cannot be linked to its trace carries the log's id as `gen_ai.response.id`."""
-    output = {e["gen_ai.evaluation.name"]: {k.rsplit(".", 1)[-1]: v for k, v in e.items()
-                                            if k.startswith(("gen_ai.evaluation.score", "error.type"))
-                                            or k == "gen_ai.evaluation.explanation"} for e in events}
+    output = {e["gen_ai.evaluation.name"]: {short: e[key] for key, short in _OUTPUT_KEYS.items() if key in e}
+              for e in events}
     return _clean({
         "openinference.span.kind": SPAN_KIND,
         "ragwatch.run.id": run.run_id, "ragwatch.item.id": item_id,

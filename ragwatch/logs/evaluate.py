@@ -64,7 +64,9 @@ def log_samples(records: Sequence[LogRecord]) -> list[EvalSample]:
         relevant=[_relevant(v) for v in r.relevant],
         metadata={LOGGED_KEY: logged_answer(r).model_dump(mode="json"), "timestamp": r.timestamp.isoformat(),
                   "system_version": r.system_version, "where": r.where,
-                  "feedback": r.feedback.model_dump(mode="json") if r.feedback else None},
+                  "feedback": r.feedback.model_dump(mode="json") if r.feedback else None,
+                  # the logged root span (OpenInference, Phoenix): the OTLP export attaches results under it
+                  **({"root_span_id": r.metadata["root_span_id"]} if r.metadata.get("root_span_id") else {})},
     ) for r in records]
 
 

@@ -201,3 +201,101 @@ def test_builtin_system_traces_reach_phoenix_and_monitor_annotates_them(phoenix,
     assert len(annotations) == 3 and {a["name"] for a in annotations} == {"ragwatch"}
     assert {a["span_id"] for a in annotations} == {s["context"]["span_id"] for s in roots.values()}
     assert all(a["result"]["label"] in {"drift", "no drift", "undecided"} for a in annotations)
+
+
+SCREENSHOT = ROOT / "docs" / "images" / "phoenix-otlp-export.png"
+
+
+def _screenshot(url: str, path: Path, *clicks: str) -> str:
+    """The page at `url` in headless Chromium, after clicking each text of `clicks` in turn, saved to
+    `path`; the page's text. Skips, saying why, without Chromium or Playwright."""
+    from orchestration.dashboard_browser import chromium_path
+
+    chromium = chromium_path()
+    if chromium is None:
+        pytest.skip("Chromium is not installed: apt-get install -y --no-install-recommends chromium")
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        pytest.skip("the playwright package is not installed: pip install -r requirements/dev.txt")
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=chromium, args=["--no-sandbox"])
+        page = browser.new_page(viewport={"width": 1600, "height": 1000})
+        page.goto(url, wait_until="networkidle", timeout=120_000)
+        for name in clicks:
+            page.get_by_text(name, exact=True).first.click(timeout=60_000)
+            page.wait_for_timeout(1500)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(path))
+        text = page.inner_text("body")
+        browser.close()
+    return text
+
+
+@pytest.mark.integration
+@pytest.mark.slow
+def test_an_evaluation_of_phoenix_traces_exports_back_to_them_over_otlp(phoenix, tmp_path, capsys):
+    """`run.py evaluate` on the spans of a Phoenix project (a `logs:` block, `format: phoenix`), then
+    `run.py export --otlp-endpoint` back to the same Phoenix: the run, its metrics and one span per item,
+    each item under the root span of the trace it evaluated, visible through Phoenix's REST API."""
+    project = "ragwatch-export"
+    sent = subprocess.run([str(PYTHON), str(ROOT / "scripts" / "phoenix_send_traces.py"), str(LOG),
+                           "--url", phoenix, "--project", project], capture_output=True, text=True, check=True)
+    assert "sent 8 traces" in sent.stdout
+    for _ in range(40):  # the traces reach Phoenix's database a moment after the exporter returns
+        if len(logged := _spans(phoenix, project)) >= 23:
+            break
+        time.sleep(0.5)
+    roots = {s["context"]["trace_id"]: s for s in logged if s["parent_id"] is None}
+    config = tmp_path / "evaluate.yaml"
+    config.write_text(yaml.safe_dump({
+        "logs": {"format": "phoenix", "phoenix": {"url": phoenix, "project": project}, "feedback_scale": [1, 5]},
+        "reports_dir": str(tmp_path / "reports"),
+        "evaluate": {"system": {"model_name": "ragwatch-otlp-export-test", "rag": {"kind": "logged"}},
+                     "judges": {"enabled": []}, "e2e": {"enabled": False}, "promote": False}}))
+    assert run.main(["testset", "--config", str(config)]) == 0  # the project's traces are the evaluation set
+    assert run.main(["evaluate", "--config", str(config)]) == 0
+    capsys.readouterr()
+    assert run.main(["export", "--otlp-endpoint", phoenix, "--project", project]) == 0
+    out = capsys.readouterr().out
+    assert "7 of them in their logged traces" in out, out  # the trace without a retriever span is not evaluated
+
+    for _ in range(40):
+        spans = _spans(phoenix, project)
+        if len([s for s in spans if s["name"].startswith("ragwatch item")]) >= 7:
+            break
+        time.sleep(0.5)
+    by_name = {s["name"]: s for s in spans if s["name"].startswith("ragwatch")}
+    [run_span] = [s for n, s in by_name.items() if n.startswith("ragwatch evaluation ")]
+    attributes = run_span["attributes"]
+    assert run_span["parent_id"] is None and run_span["span_kind"] == "EVALUATOR"
+    assert attributes["ragwatch.gate.status"] == "promotion_off" and attributes["ragwatch.gate.verdict"]  # promote off
+    assert [e["name"] for e in run_span["events"]] == ["gen_ai.evaluation.result"]
+    support = by_name["ragwatch metric answer/context_support"]
+    assert support["parent_id"] == run_span["context"]["span_id"]
+    figures = support["attributes"]
+    assert figures["gen_ai.evaluation.name"] == "answer/context_support"
+    assert figures["ragwatch.evaluation.ci_low"] <= figures["gen_ai.evaluation.score.value"] \
+        <= figures["ragwatch.evaluation.ci_high"]
+    assert figures["ragwatch.evaluation.n"] + figures["ragwatch.evaluation.n_failed"] == 7  # 1 empty answer fails
+    assert figures["ragwatch.evaluation.ci_method"]
+    [event] = support["events"]
+    assert event["name"] == "gen_ai.evaluation.result"
+    assert event["attributes"]["ragwatch.evaluation.ci_high"] == figures["ragwatch.evaluation.ci_high"]
+    items = [s for n, s in by_name.items() if n.startswith("ragwatch item ")]
+    assert len(items) == 7
+    for item in items:  # each in the trace it evaluated, under that trace's root span
+        trace_id = item["context"]["trace_id"]
+        assert item["attributes"]["ragwatch.item.id"] == trace_id and item["parent_id"] == roots[trace_id][
+            "context"]["span_id"]
+        scores = {e["attributes"]["gen_ai.evaluation.name"]: e["attributes"] for e in item["events"]}
+        assert "answer/context_support" in scores
+        assert all(e["name"] == "gen_ai.evaluation.result" for e in item["events"])
+        assert json.loads(item["attributes"]["output.value"]).keys() == scores.keys()
+
+    project_id = next(p["id"] for p in _get(f"{phoenix}/v1/projects")["data"] if p["name"] == project)
+    # the item with the most scores, its evaluation events open
+    shown = max(items, key=lambda s: sum("gen_ai.evaluation.score.value" in e["attributes"] for e in s["events"]))
+    text = _screenshot(f"{phoenix}/projects/{project_id}/traces/{shown['context']['trace_id']}", SCREENSHOT,
+                       shown["name"], "Events")
+    assert shown["name"] in text and "gen_ai.evaluation.result" in text
