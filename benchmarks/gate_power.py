@@ -37,6 +37,7 @@ no no-op is, else 1.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import re
 import sys
 import tempfile
@@ -51,7 +52,7 @@ sys.path.insert(0, str(ROOT))
 
 from ragwatch.checks.e2e import TABLES, E2ETables, load_e2e_tables, run_e2e_tests  # noqa: E402
 from ragwatch.checks.system_metrics import system_metrics  # noqa: E402
-from ragwatch.config import FullConfig  # noqa: E402
+from ragwatch.config import FullConfig, content_hash, corpus_fingerprint  # noqa: E402
 from ragwatch.config_loader import load_config  # noqa: E402
 from ragwatch.corpus.chunking import chunk_documents  # noqa: E402
 from ragwatch.corpus.documents import load_documents  # noqa: E402
@@ -218,7 +219,10 @@ def extractive_reply(body: dict[str, Any]) -> str:
 
 def build_index(config: FullConfig) -> tuple[Index, Embedder]:
     embedder = get_embedder(config.ingest.embedding)
-    cached = CACHE / "index"
+    # Keyed by the corpus, its chunking and the loader's code: a changed reader re-chunks.
+    key = hashlib.sha256("|".join((corpus_fingerprint(config.ingest.corpus), config.ingest.chunking.model_dump_json(),
+                                   content_hash(ROOT / "ragwatch" / "corpus", (".py",)))).encode()).hexdigest()[:16]
+    cached = CACHE / f"index-{key}"
     if cached.is_dir():
         return Index.load(cached), embedder
     docs = load_documents(config.ingest.corpus.paths).documents

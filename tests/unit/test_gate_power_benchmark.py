@@ -15,9 +15,9 @@ import gate_power
 
 pytestmark = pytest.mark.slow  # builds the sample corpus's index once (cached in .ragwatch/gate_power)
 
-# Changes the best hit of about 1 question in 10: at 38 questions its drop is seen (MRR -0.13) but an
-# interval with the coverage it claims cannot rule out no change; the gate needs ~60-80 questions.
-AT_THE_POWER_LIMIT = "retriever drops the best hit"
+# Each changes the contexts of about 1 question in 10: at 38 questions the drop is seen but an interval
+# with the coverage it claims cannot always rule out no change; the gate needs ~60-80 questions.
+AT_THE_POWER_LIMIT = ("retriever drops the best hit", "top_k 3 -> 1")
 
 
 def test_every_regression_blocked_and_no_noop() -> None:
@@ -25,16 +25,17 @@ def test_every_regression_blocked_and_no_noop() -> None:
     assert n >= 30
     assert len(outcomes) == 8
     for o in outcomes:
-        if o.change.name == AT_THE_POWER_LIMIT:
-            mrr = o.comparison.row("system/mrr")
-            assert mrr.diff < 0 and mrr.verdict in ("regressed", "inconclusive")
-            assert mrr.diff_low < -0.1  # the interval keeps the drop in view
+        if o.change.name in AT_THE_POWER_LIMIT:
+            # Never promoted on an improvement, and the interval keeps the drop in view.
+            hit = o.comparison.row("system/hit_rate")
+            assert hit.diff < 0 and hit.verdict in ("regressed", "inconclusive")
+            assert hit.diff_low < -0.1
         elif o.change.regression:
             assert o.decision.status == "regressed", (o.change.name, o.decision.reasons)
             assert all(any(m in r for m in gate_power.GATE.gated_metrics) for r in o.decision.reasons)
         else:
             assert o.decision.promote, (o.change.name, o.decision.reasons)
     table = gate_power.table(outcomes, gate_power.GATE)
-    assert any(row.startswith("| top_k 3 -> 1 |") and "| block | **blocked** (regressed)" in row
+    assert any(row.startswith("| contexts shuffled across questions |") and "| block | **blocked** (regressed)" in row
                for row in table.splitlines())
-    assert all("WRONG" not in row or AT_THE_POWER_LIMIT in row for row in table.splitlines())
+    assert all("WRONG" not in row or any(name in row for name in AT_THE_POWER_LIMIT) for row in table.splitlines())
