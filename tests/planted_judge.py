@@ -3,7 +3,8 @@ relevance is known: the judge drift tests plant a judge change or a system chang
 
 The judge reads the fenced ANSWER of each request. Mode "good": a shipped anchor answer gets its
 reference label back (except every seventh, flipped: a judge with errors), and a logged answer is
-relevant when it holds `ON_TOPIC`. Mode "yes": every answer is relevant. The mode is per model
+relevant when it holds `ON_TOPIC`. Mode "yes": every answer is relevant; "lenient": as "good", but half of what it
+would fail passes. The mode is per model
 (`modes[model]`, default `modes["*"]`), so a test can switch a judge silently or name another model.
 """
 
@@ -49,12 +50,15 @@ class PlantedJudge:
         mode = self.modes.get(model, self.modes.get("*", "good"))
         match = _ANSWER.search(first_user_text(body))
         answer = match.group(1) if match else ""
+        key = _key(answer)
         if mode == "yes":
             relevant = True
-        elif (key := _key(answer)) in self.labels:
+        elif key in self.labels:
             relevant = self.labels[key] != (int(key, 16) % 7 == 0)
         else:
             relevant = ON_TOPIC in answer
+        if mode == "lenient" and not relevant:
+            relevant = int(key, 16) % 2 == 0  # half of what it would fail, it passes
         return json.dumps({"verdict": "yes" if relevant else "no"})
 
 
@@ -65,9 +69,9 @@ def write_log(path: Path, on_topic: dict[int, float], per_day: int = 60) -> None
     for day, share in on_topic.items():
         good = round(share * per_day)
         for i in range(per_day):
-            answer = ("Register it with zenml stack register NAME." if i < good
-                      else "The weather is fine today and nothing else is known.")
-            when = first + timedelta(days=day, minutes=20 * i)
+            answer = (f"Register stack {i} with zenml stack register NAME." if i < good
+                      else f"The weather is fine today and nothing else is known (note {i}).")
+            when = first + timedelta(days=day, seconds=86400 * i // per_day)
             rows.append({"trace_id": f"d{day}-{i}", "timestamp": when.isoformat(),
                          "question": f"How do I register stack number {i}?", "answer": answer,
                          "contexts": [{"text": "Register a stack with zenml stack register NAME.", "id": "c1"}]})

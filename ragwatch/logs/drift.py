@@ -83,7 +83,9 @@ class DriftComparison(BaseModel):
             interval = (f"{fmt_signed(r.diff)} [{fmt_signed(r.diff_low)}, {fmt_signed(r.diff_high)}]"
                         if r.diff is not None else "-")
             verdict = r.verdict + (f" ({r.direction})" if r.direction else "")
-            if r.verdict == "undecided" and r.answers_to_decide:
+            if r.verdict == "undecided" and r.method.startswith("corrected"):
+                verdict += ": the anchor's error rates widen it (a larger drift.anchor.size narrows it)"
+            elif r.verdict == "undecided" and r.answers_to_decide:
                 verdict += f": {_decide_phrase(r)} would decide"
             elif r.verdict == "undecided" and r.diff is not None:
                 verdict += ": more answers would not decide (within the noise)"

@@ -116,6 +116,26 @@ def _config(log: Path, server: FakeLLMServer, model: str) -> MonitorConfig:
                    "llm": {"model": f"openai/{model}", "api_base": server.base_url, "cache": False}}})
 
 
+def test_a_lenient_judge_is_corrected_back_to_the_systems_level(tmp_path):
+    """Window 2's judge passes half of what it should fail: raw, the system looks better; corrected by the
+    anchor's error rates, both windows read near the true 0.7 and no system drift is claimed."""
+    write_log(tmp_path / "log.jsonl", {0: 0.7, 1: 0.7}, per_day=200)
+    with FakeLLMServer(responder=PlantedJudge({"judge-a": "good", "judge-b": "lenient"})) as server:
+        before, after = (_config(tmp_path / "log.jsonl", server, m) for m in ("judge-a", "judge-b"))
+        log = read_log(before.logs)
+        windows = select_windows(log.records, before.window.model_copy(update={"budget": 200}))
+        previous, current = evaluate_window(windows.previous, before), evaluate_window(windows.current, after)
+    report = monitor_report(log, windows, current, previous, previous, before)
+    (row,) = report.judge_drift[0].rows
+    assert row.drift and 0.1 < row.kappa_new < row.kappa_old and row.level_new > row.level_old
+    raw_new, raw_old = (e.metrics.metrics["answer_relevance/pass"].score for e in (current, previous))
+    assert raw_new - raw_old > 0.1  # the raw means moved with the judge
+    corrected = next(r for r in report.comparisons[0].rows if r.metric == "answer_relevance/pass corrected")
+    assert corrected.verdict != "drift" and abs(corrected.new_score - 0.7) < 0.1
+    assert abs(corrected.old_score - 0.7) < 0.1 and corrected.diff_low < 0.0 < corrected.diff_high
+    assert "a larger drift.anchor.size narrows it" in report.text()
+
+
 def test_a_planted_judge_change_reads_judge_drift_and_no_system_drift(tmp_path):
     write_log(tmp_path / "log.jsonl", {0: 0.7, 1: 0.7})  # the same system both days
     with FakeLLMServer(responder=PlantedJudge({"judge-a": "good", "judge-b": "yes"})) as server:
