@@ -68,8 +68,8 @@ def gate_problems(config: FullConfig, *, own: bool) -> list[str]:
     """A metric the config file's own `evaluate.gate.gated_metrics` lists (`own`: not inherited from an
     included file or the defaults) that this config never measures, or that no metric has (a typo): the
     gate could never check it. Inherited names are the gate's warning at run time, not an error here
-    (`ragwatch.decision.measured`)."""
-    from ragwatch.decision.measured import not_measured, unknown
+    (`ragwatch.measured`)."""
+    from ragwatch.measured import not_measured, unknown
 
     if not own:
         return []

@@ -20,7 +20,7 @@ from ragwatch.config import EvaluateConfig
 from ragwatch.decision.compare import compare_runs
 from ragwatch.decision.gate import GateDecision, gate_decision, not_applied, not_evaluated, promotion_off, settle
 from ragwatch.decision.labels_plan import labels_plans
-from ragwatch.decision.measured import unmeasured_gated, unmeasured_of
+from ragwatch.measured import unmeasured_gated, unmeasured_of
 from ragwatch.decision.outcome import could_not_evaluate
 from ragwatch.evalset.assemble import generation_samples
 from ragwatch.quick import quick_gate_reason

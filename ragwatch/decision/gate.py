@@ -20,7 +20,7 @@ judge of unknown agreement is shown, not gated, unless `trust_unknown_agreement`
 so that the table and the verdict line show what decided; `gate_decision` decides from the settled rows
 and returns a `GateDecision`. A gated metric that this config does not measure is a warning, said once in
 `flags` with the setting to change, and the gate decides on what was measured
-(`ragwatch.decision.measured`; listed by the user's own config file it is an error before the run,
+(`ragwatch.measured`; listed by the user's own config file it is an error before the run,
 `ragwatch.preflight`).
 
 Example:
@@ -121,7 +121,7 @@ def gate_decision(comparison: Comparison | None, thresholds: GateThresholds | No
     that gate (`MetricComparison.gated`). Refuses also when a gated metric has no scored item in the new
     run, and when a metric named in `gated_metrics` is missing from the new run although this config
     measures it. A gated metric this config does not measure (`unmeasured`: gated pattern -> why and the
-    setting to change, `ragwatch.decision.measured`; or a `not_available` row) is a warning in `flags`,
+    setting to change, `ragwatch.measured`; or a `not_available` row) is a warning in `flags`,
     said once, and the gate decides on what was measured. Constant judges never gate; they are flagged.
     `plans` (`ragwatch.decision.labels_plan.labels_plans`): labels needed per below-the-bar judge.
     """

@@ -1,4 +1,4 @@
-"""Which gated metrics a config measures (`ragwatch.decision.measured`) and the preflight error for a gated
+"""Which gated metrics a config measures (`ragwatch.measured`) and the preflight error for a gated
 metric the user's own file lists and this config never measures (no pipeline, no ZenML)."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import yaml
 
 from ragwatch.config import FullConfig
 from ragwatch.config_loader import ConfigError
-from ragwatch.decision.measured import not_measured, sources, unknown, unmeasured_gated
+from ragwatch.measured import not_measured, sources, unknown, unmeasured_gated
 from ragwatch.judges.perplexity import PerplexityJudge
 from ragwatch.preflight import preflight
 

@@ -1,7 +1,8 @@
 """The import graph of the code: no circles, and no arrow pointing up a layer.
 
-Every import counts, also one inside a function: a late import is still a circle a reader has to
-climb back through. Only imports under `if TYPE_CHECKING:` are left out: they never run.
+Every import counts: one inside a function (a late import is still a circle a reader has to climb
+back through) and one under `if TYPE_CHECKING:` (a type-only import is still a dependency a reader
+follows, and the usual way a circle is hidden rather than undone).
 Layers, bottom up: `ragwatch` (the core, no ZenML), `readback` (ZenML read-back),
 `steps`, `pipelines`, `orchestration`, `run`.
 """
@@ -36,13 +37,8 @@ def _imports(path: Path, name: str, known: set[str]) -> set[str]:
     """The project modules `path` imports (a `from package import name` of a submodule counts as it)."""
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     tree = ast.parse(path.read_text(encoding="utf-8"))
-    type_only = {id(inner) for node in ast.walk(tree)
-                 if isinstance(node, ast.If) and ast.unparse(node.test) in ("TYPE_CHECKING", "typing.TYPE_CHECKING")
-                 for stmt in node.body for inner in ast.walk(stmt)}
     found: set[str] = set()
     for node in ast.walk(tree):
-        if id(node) in type_only:
-            continue
         if isinstance(node, ast.Import):
             targets = [alias.name for alias in node.names]
         elif isinstance(node, ast.ImportFrom):
@@ -77,6 +73,16 @@ def test_the_graph_sees_the_code():
     graph = import_graph()
     assert graph.has_edge("steps.track", "readback")
     assert graph.has_edge("ragwatch.judges.faithfulness.judge", "ragwatch.judges.faithfulness.verify_evidence")
+
+
+def test_the_graph_counts_type_only_and_late_imports(tmp_path):
+    """The control: an import under `if TYPE_CHECKING:` and one inside a function are both edges."""
+    (tmp_path / "m.py").write_text(
+        "from typing import TYPE_CHECKING\n"
+        "if TYPE_CHECKING:\n    from ragwatch.fmt import fmt_num\n"
+        "def f():\n    import ragwatch.results\n", encoding="utf-8")
+    found = _imports(tmp_path / "m.py", "m", {"m", "ragwatch.fmt", "ragwatch.results"})
+    assert found == {"ragwatch.fmt", "ragwatch.results"}
 
 
 def test_no_import_circle():

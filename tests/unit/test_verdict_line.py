@@ -271,7 +271,7 @@ def test_a_label_decided_row_reads_the_same_in_the_table_the_line_and_the_gate()
 def test_a_gated_metric_this_config_does_not_measure_is_warned_once_and_the_gate_decides_on_the_rest() -> None:
     """Judges off, an unchanged system: the gate promotes, the line says so, and one warning names the setting."""
     from ragwatch.config import FullConfig
-    from ragwatch.decision.measured import unmeasured_gated
+    from ragwatch.measured import unmeasured_gated
 
     config = FullConfig.model_validate({"evaluate": {"judges": {"enabled": []}, "gate": {
         "gated_metrics": ["system/hit_rate", "faithfulness", "e2e_failure_rate"]}}}).evaluate
