@@ -148,8 +148,17 @@ def anchored_metrics(judges: JudgesConfig, settings: AnchorSettings) -> list[str
     return [m for m in judges.enabled if m in SHIPPED]
 
 
+def _users(settings: AnchorSettings) -> list[CalibrationItem]:
+    path = Path(settings.path or "")
+    if not path.is_file():
+        raise FileNotFoundError(f"drift.anchor.path: no labelled file at {path}; give a JSONL or CSV file of "
+                                "question, answer, contexts and label (as calibrate --labels reads), or remove "
+                                "the key to use the shipped reference labels")
+    return load_calibration_set(path, settings.format)
+
+
 def _guess_metric(settings: AnchorSettings) -> str:
-    items = load_calibration_set(Path(settings.path or ""), settings.format)
+    items = _users(settings)
     return "faithfulness" if all(it.contexts for it in items) else "answer_relevance"
 
 
@@ -182,7 +191,7 @@ def load_anchor(metric: str, settings: AnchorSettings) -> tuple[str, str, list[C
     """(source, unit, the anchor's sample): the same seeded items every time, half of each label where
     the labels allow."""
     if settings.path:
-        items = load_calibration_set(Path(settings.path), settings.format)
+        items = _users(settings)
         source, unit = settings.path, "items"
     else:
         items = _shipped(metric)

@@ -49,6 +49,8 @@ def test_a_users_anchor_file_and_a_file_of_one_label_is_refused(tmp_path):
     path.write_text("".join(json.dumps({**r, "label": "yes"}) + "\n" for r in rows))
     with pytest.raises(ValueError, match="both labels"):
         load_anchor("answer_relevance", settings)
+    with pytest.raises(FileNotFoundError, match="drift.anchor.path: no labelled file"):
+        anchored_metrics(judges, AnchorSettings(path=str(tmp_path / "missing.jsonl")))
 
 
 def _run(values: list[float], labels: list[int], **identity: str) -> AnchorRun:
