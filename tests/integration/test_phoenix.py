@@ -223,7 +223,7 @@ def _screenshot(url: str, path: Path, *clicks: str) -> str:
         page = browser.new_page(viewport={"width": 1600, "height": 1000})
         page.goto(url, wait_until="networkidle", timeout=120_000)
         for name in clicks:
-            page.get_by_text(name, exact=True).first.click(timeout=60_000)
+            page.get_by_text(name).first.click(timeout=60_000)
             page.wait_for_timeout(1500)
         path.parent.mkdir(parents=True, exist_ok=True)
         page.screenshot(path=str(path))
