@@ -3,7 +3,7 @@ ZenML's local Docker orchestrator, and print how long each took.
 
     scripts/team_stack.sh up                  # the server, MariaDB and S3 on 127.0.0.1
     python run.py full                        # once, against the team stack: evaluate needs an eval set
-    python benchmarks/container_run.py [--pipelines ingest evaluate] [--no-cache]
+    python benchmarks/container_run.py [--pipelines ingest evaluate] [--no-cache] [--quick]
 
 Each step runs in its own container (host network: the server and the S3 API are on the host's
 127.0.0.1); the code reaches the container as an archive in the S3 artifact store. The corpus is a
@@ -66,6 +66,8 @@ def main(argv: list[str] | None = None) -> int:
                         choices=["ingest", "testset", "evaluate", "full"])
     parser.add_argument("--no-cache", action="store_true",
                         help="re-run every step (otherwise cached steps do not start a container)")
+    parser.add_argument("--quick", action="store_true",
+                        help="evaluate and full take a quick look (about a dozen items; docs/quick-look.md)")
     args = parser.parse_args(argv)
     image, build_s = build_image()
     print(f"parent image {image}: {build_s:.0f} s (0 s means it was already built)", flush=True)
@@ -76,8 +78,9 @@ def main(argv: list[str] | None = None) -> int:
         for pipeline in args.pipelines:
             started = time.perf_counter()
             command = [sys.executable, "run.py", pipeline, "--zenml-config", str(config)]
-            result = subprocess.run(command + (["--no-cache"] if args.no_cache else []),
-                                    cwd=ROOT, env=env, capture_output=True, text=True)
+            command += ["--no-cache"] if args.no_cache else []
+            command += ["--quick"] if args.quick and pipeline in ("evaluate", "full") else []
+            result = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True)
             seconds = time.perf_counter() - started
             print(result.stdout[-2500:], flush=True)
             if result.returncode not in (0, 1):
