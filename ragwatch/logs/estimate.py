@@ -35,18 +35,22 @@ class _NoEmbedder:
         return np.ones((len(texts), self.dim), dtype=np.float32) / np.sqrt(self.dim)
 
 
-def _anchor_rows(config: MonitorConfig, estimate: Estimate) -> list[Any]:
-    """The anchor re-judged once with this run's judge (the LLM cache serves the other windows' runs)."""
+def _anchor_rows(config: MonitorConfig, estimate: Estimate, windows: int) -> list[Any]:
+    """The anchor re-judged with this run's judge: once (the LLM cache serves the other windows' runs), or
+    once per window evaluated when the judge's LLM cache is off."""
     rows = []
+    repeats = 1 if config.judges.llm.cache else windows
     for metric in anchored_metrics(config.judges, config.drift.anchor):
         _, unit, items = load_anchor(metric, config.drift.anchor)
         anchor = anchor_config(config.judges, metric)
         dry = DryClient(anchor.llm, role="judge", history=read_history())
         samples, answers = to_eval_pairs(items)
-        run_judges(build_judges(anchor, dry, embedder=_NoEmbedder(), generator_llm=None), samples, answers)
+        for _ in range(repeats):
+            run_judges(build_judges(anchor, dry, embedder=_NoEmbedder(), generator_llm=None), samples, answers)
         rows += [estimate_row(count, anchor.llm) for count in dry.stages.values()]
         estimate.notes.append(f"anchor: {len(items)} labelled {unit} re-judged by the {metric} judge "
-                              "(once per distinct judge: the LLM cache serves an unchanged one)")
+                              + ("(once: the LLM cache serves an unchanged judge)" if repeats == 1 else
+                                 f"(once per window evaluated, {repeats}: the judge's LLM cache is off)"))
     return rows
 
 
@@ -71,6 +75,7 @@ def estimate_monitor(config: MonitorConfig, windows: Windows) -> Estimate:
         if judges:
             run_judges(judges, samples, LoggedRAG().answer_samples(samples))
         estimate.rows += [estimate_row(count, config.judges.llm) for count in dry.stages.values()]
-        estimate.rows += _anchor_rows(config, estimate)
+        distinct = {(w.start, w.end) for w in (windows.current, windows.previous, windows.reference) if w.records}
+        estimate.rows += _anchor_rows(config, estimate, len(distinct))
     estimate.seconds = time.perf_counter() - started
     return estimate

@@ -49,7 +49,7 @@ def test_a_users_anchor_file_and_a_file_of_one_label_is_refused(tmp_path):
     path.write_text("".join(json.dumps({**r, "label": "yes"}) + "\n" for r in rows))
     with pytest.raises(ValueError, match="both labels"):
         load_anchor("answer_relevance", settings)
-    with pytest.raises(FileNotFoundError, match="drift.anchor.path: no labelled file"):
+    with pytest.raises(FileNotFoundError, match=r"drift\.anchor\.path: no labelled file"):
         anchored_metrics(judges, AnchorSettings(path=str(tmp_path / "missing.jsonl")))
 
 
@@ -185,3 +185,18 @@ def test_a_planted_system_change_reads_system_drift_with_the_judge_unchanged(tmp
     text = report.text()
     assert "judge: answer_relevance judge unchanged: on 40 anchor answers" in text
     assert "system drift on corrected levels" not in text  # an unchanged judge's raw means compare the windows
+
+
+def test_the_estimate_counts_the_anchor_once_with_the_cache_and_per_window_without(tmp_path, monkeypatch):
+    from ragwatch.logs.estimate import estimate_monitor
+
+    monkeypatch.setenv("RAGWATCH_CACHE_DIR", str(tmp_path / "cache"))
+    write_log(tmp_path / "log.jsonl", {0: 0.7, 1: 0.7}, per_day=10)
+    for cache, anchor_calls in ((True, 40), (False, 80)):
+        config = MonitorConfig.model_validate({
+            "logs": {"path": str(tmp_path / "log.jsonl")},
+            "judges": {"enabled": ["answer_relevance"], "use_logprobs": False,
+                       "llm": {"model": "openai/gpt-4o-mini", "cache": cache}}})
+        estimate = estimate_monitor(config, select_windows(read_log(config.logs).records, config.window))
+        assert [row.calls for row in estimate.rows] == [20, anchor_calls]  # two days of 10 answers, then the anchor
+        assert any(note.startswith("anchor: 40 labelled answers re-judged") for note in estimate.notes)
