@@ -9,6 +9,7 @@
     python run.py calibrate            a judge against human labels (HaluEval sample by default)
     python run.py review export|import human labels on judged items -> prediction-powered estimates
     python run.py review serve         label them in a local web page (127.0.0.1:8239)
+    python run.py review plan --width W how many labels buy an interval W wide, what they cost
     python run.py schedule add|list|remove|serve
     python run.py watch [--once]       evaluate on every change of the system under test
     python run.py dashboard            the local ZenML dashboard on 127.0.0.1
@@ -141,6 +142,13 @@ def build_parser() -> argparse.ArgumentParser:
     review_serve.add_argument("--port", type=int, default=8239, help="port on 127.0.0.1 (default 8239)")
     review_serve.add_argument("--reviewer", help="your name, kept with each label")
     review_serve.add_argument("--duration", type=float, help="stop after this many seconds")
+    plan = review_actions.add_parser("plan", help="labels and judge calls that buy a wanted interval width, "
+                                                  "their cost; then what the labels bought")
+    plan.add_argument("--run", help="run name or id (default: the newest run that evaluated its system)")
+    plan.add_argument("--metric", help="judged metric (default: the run's first judged metric)")
+    plan.add_argument("--width", type=float, required=True, help="wanted width of the 95%% interval, in the "
+                                                                 "metric's units (e.g. 0.10)")
+    plan.add_argument("--seconds-per-label", type=float, help="a reader's time per answer (default 30)")
 
     schedule = commands.add_parser("schedule", help="run a pipeline on a cron schedule",
                                    description="Native ZenML schedules on orchestrators that have them; "
@@ -309,6 +317,9 @@ def cmd_review(args: argparse.Namespace) -> int:
 
         return serve_review(args.run, args.metric, n=args.n, seed=args.seed, port=args.port, reviewer=args.reviewer,
                             duration_s=args.duration, design=args.design)
+    if args.action == "plan":
+        print(review.plan_review(args.run, args.metric, args.width, seconds_per_label=args.seconds_per_label))
+        return 0
     if args.action == "export":
         csv_path, jsonl_path, summary = review.export_review(args.run, args.n, args.metric, args.seed,
                                                              Path(args.out), design=args.design)

@@ -1,4 +1,4 @@
-"""`python run.py review export|import`: the ZenML side of the human review round trip.
+"""`python run.py review export|import|plan`: the ZenML side of the human review round trip.
 
 Export reads a finished evaluation run's per-item table and judged metrics and writes a review
 sample (CSV + JSONL, see `ragwatch.review.files`). Import validates a filled file against the run it
@@ -22,6 +22,7 @@ from zenml import Model, link_artifact_to_model, log_metadata, save_artifact
 from zenml.client import Client
 from zenml.enums import ExecutionStatus
 
+from ragwatch.llm.history import read_history
 from ragwatch.results import MetricResult
 from ragwatch.review import (
     Design,
@@ -32,11 +33,15 @@ from ragwatch.review import (
     validate_labels,
     write_review_files,
 )
+from ragwatch.review.plan import DEFAULT_SECONDS_PER_LABEL, Bought, bought, plan_width
+from ragwatch.review.plan_cost import judge_unit_cost
+from ragwatch.review.plan_format import format_bought, format_plan
 from readback import LABELS_ARTIFACT, evaluation_runs, latest_human_labels, run_evaluated, run_is_quick
 
 REVIEWS_DIR = Path("reviews")
 JUDGE_STEP, JUDGE_OUTPUT = "judge_answers_step", "judge_metrics"
 RESULTS_STEP, RESULTS_OUTPUT = "collect_results", "eval_results"
+PLANS_KEY = "label_plans"  # run metadata: metric -> what `review plan` promised (`WidthPlan.promise`)
 
 
 def find_run(run: str | None) -> Any:
@@ -119,6 +124,7 @@ class ImportOutcome:
     added: int = 0
     changed: int = 0
     unchanged: int = 0
+    bought: dict[str, Bought] = field(default_factory=dict)  # metric -> what the labels bought, against a plan
 
 
 def import_review(path: str | Path, run: str | None = None) -> ImportOutcome:
@@ -144,8 +150,11 @@ def import_review(path: str | Path, run: str | None = None) -> ImportOutcome:
     merged = (previous or HumanLabels()).merge(labels, source=path.name)
     record = merged.imports[-1]
     version = save_labels(merged, source_run, file=path.name, problems=len(problems))
+    promised = source_run.run_metadata.get(PLANS_KEY) or {}
+    gains = {m: b for m in sorted(promised) if m in judged
+             and (b := bought(judged[m], merged.for_metric(m), promised[m])) is not None}
     return ImportOutcome(labels=merged, version=version, problems=problems, added=record.added,
-                         changed=record.changed, unchanged=record.unchanged)
+                         changed=record.changed, unchanged=record.unchanged, bought=gains)
 
 
 def save_labels(merged: HumanLabels, source_run: Any, *, file: str, problems: int = 0, via: str = "review import"
@@ -173,8 +182,50 @@ def format_import(outcome: ImportOutcome, path: str | Path) -> str:
     if outcome.problems:
         lines.append(f"{len(outcome.problems)} row(s) or cell(s) not imported:")
         lines += [f"  {problem}" for problem in outcome.problems]
+    lines += [format_bought(metric, gain) for metric, gain in outcome.bought.items()]
     lines.append("the next `python run.py evaluate` shows the prediction-powered estimates")
     return "\n".join(lines)
+
+
+def plan_review(run: str | None, metric: str | None, width: float, *,
+                seconds_per_label: float | None = None, record: bool = True) -> str:
+    """`review plan`: how many labels (and judge calls) buy a `width` wide 95% interval on `metric` of
+    `run` (default: the newest evaluated run), what they cost, and what the run's labels have bought.
+
+    The promise is recorded as the run's `label_plans` metadata while the plan asks for more labels
+    than the run has (`record`), so `review import` and a later plan set what was bought against it."""
+    found, picked = (find_run(run), None) if run else newest_reviewable_run()
+    _, judged = run_items(found)
+    names = [metric] if metric else [m for m, r in judged.items() if r.info.is_judge and r.n_scored]
+    if not names or names[0] not in judged:
+        raise ValueError(f"no judged metric {metric!r} in run {found.name}; choose from {sorted(judged)}")
+    name = names[0]
+    labels = None
+    if found.model_version is not None:
+        stored, _ = latest_human_labels(model_name_of(found))
+        labels = stored.for_metric(name) if stored is not None else None
+    promises = dict(found.run_metadata.get(PLANS_KEY) or {})
+    plan = plan_width(judged[name], width, labels=labels, n_population=window_population(found),
+                      unit=judge_unit_cost(judged[name], read_history()),
+                      seconds_per_label=DEFAULT_SECONDS_PER_LABEL if seconds_per_label is None else seconds_per_label,
+                      promised=promises.get(name))
+    if record and plan.chosen.labels is not None and plan.chosen.labels > plan.labels_given:
+        log_metadata(metadata={PLANS_KEY: {**promises, name: plan.promise()}}, run_id_name_or_prefix=found.id)
+    text = format_plan(plan, run=found.name)
+    return f"review plan: {picked}\n{text}" if picked else text
+
+
+def window_population(run: Any) -> int | None:
+    """Answers in the log window the run's judges scored a sample of (`window.budget`); None for a run
+    whose evaluation set is its population."""
+    step = run.steps.get(JUDGE_STEP)
+    inputs = step.inputs.get("eval_set") if step is not None else None
+    artifact = inputs[0] if isinstance(inputs, list) and inputs else inputs
+    made = artifact.run_metadata.get("eval_set") if artifact is not None else None
+    log = made.get("log") if isinstance(made, dict) else None
+    if not isinstance(log, dict) or not log.get("inclusion_prob") or not made.get("samples"):
+        return None
+    return round(int(made["samples"]) / float(log["inclusion_prob"]))
 
 
 def calibrate_on_labels(run: str | None = None) -> str:

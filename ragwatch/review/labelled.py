@@ -33,9 +33,8 @@ def labelled_estimate(result: MetricResult, labels: dict[str, HumanLabel], *, co
     # the headline's own quantity), else the item score
     scored = result.level_values() or {it.item_id: float(it.score) for it in result.items
                                        if it.ok and it.score is not None}
-    keys = {it.item_id: it.details.get("judged_key") for it in result.items}
-    stale = [i for i in scored if i in labels and not _same_item(labels[i], keys.get(i))]
-    used = [labels[i] for i in scored if i in labels and i not in stale]
+    stale = _stale(result, labels)
+    used = usable_labels(result, labels)
     on_failed = sum(1 for it in result.items if not it.ok and it.item_id in labels)
     if len(used) < MIN_LABELS:
         changed = (f"; {len(stale)} label(s) were given for an earlier answer of the same question and no "
@@ -62,6 +61,19 @@ def labelled_estimate(result: MetricResult, labels: dict[str, HumanLabel], *, co
     return LabelledEstimate(method="ppi++", score=est.estimate, ci_low=est.ci_low, ci_high=est.ci_high,
                             n_labels=est.n_labels, n_items=est.n_items,
                             labelled_only_ci=est.labelled_only_ci, details=details), None
+
+
+def usable_labels(result: MetricResult, labels: dict[str, HumanLabel]) -> list[HumanLabel]:
+    """The labels the estimate uses: on scored items, given for the answer the run judged."""
+    stale = set(_stale(result, labels))
+    return [labels[it.item_id] for it in result.items
+            if it.ok and it.score is not None and it.item_id in labels and it.item_id not in stale]
+
+
+def _stale(result: MetricResult, labels: dict[str, HumanLabel]) -> list[str]:
+    """Scored items whose label was given for an earlier answer of the same item id."""
+    return [it.item_id for it in result.items if it.ok and it.score is not None and it.item_id in labels
+            and not _same_item(labels[it.item_id], it.details.get("judged_key"))]
 
 
 def _same_item(label: HumanLabel, judged_key: Any) -> bool:

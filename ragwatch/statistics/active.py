@@ -17,7 +17,9 @@ is in it with exactly `pi_i`; shown in random order, any first `k` of them are a
 the ratios of the inclusion probabilities (all a Hajek-weighted estimate uses) hold for every prefix.
 
 `labels_needed` is the power computation: the fewest labels for which the interval of a difference of
-the observed size would, with the asked power, lie wholly beyond the allowed drop.
+the observed size would, with the asked power, lie wholly beyond the allowed drop; with power 1/2 and
+the interval's own t quantile it is the fewest labels for an interval of a wanted width (the budget
+planner, `ragwatch.review.plan`).
 
 Example:
     >>> import numpy as np
@@ -99,26 +101,26 @@ def ht_variance(spread: np.ndarray, probs: np.ndarray) -> float:
 def labels_needed(spread: Sequence[float] | np.ndarray, gap: float, *,
                   residual: Sequence[float] | np.ndarray | None = None, scale: float = 1.0,
                   extra_variance: float = 0.0, floor: float = DEFAULT_FLOOR, confidence: float = 0.95,
-                  power: float = 0.8) -> int | None:
+                  power: float = 0.8, student: bool = False) -> int | None:
     """The fewest labels, drawn actively by `spread` among its N items, for which an estimate whose
-    interval must clear `gap` does so with `power`: (z_conf + z_power) * SE <= gap.
+    interval must clear `gap` does so with `power`: (q_conf + z_power) * SE <= gap.
 
     `residual`: the expected size of each item's label residual in the estimate (default: `spread`;
     zero where a label changes nothing, e.g. an answer both runs share); `scale` multiplies the
     estimate (a mean over part of the items, scaled to all); `extra_variance` is variance the
-    labels do not reduce (the sampling of items). None when even labels on every item would not do it.
+    labels do not reduce (the sampling of items). `student`: q_conf is Student's t with k - 1 degrees
+    of freedom, as the prediction-powered interval's (`ragwatch.statistics.ppi.ppi_mean`); else the
+    normal quantile. With `power=0.5` the condition is the interval's half-width <= gap, which
+    sizes an interval of a wanted width (`ragwatch.review.plan`). None when even labels on every item
+    would not do it.
     """
-    from scipy import stats  # ~0.3 s; config validation imports none of it
-
     if gap <= 0:
         return None
     draw = np.asarray(spread, dtype=float)
-    res = draw if residual is None else np.asarray(residual, dtype=float)
-    z = float(stats.norm.ppf(0.5 + confidence / 2) + stats.norm.ppf(power))
 
     def enough(k: int) -> bool:
-        var = extra_variance + scale**2 * ht_variance(res, active_probabilities(draw, k, floor=floor))
-        return z * math.sqrt(max(var, 0.0)) <= gap
+        return interval_reach(draw, k, residual=residual, scale=scale, extra_variance=extra_variance,
+                              floor=floor, confidence=confidence, power=power, student=student) <= gap
 
     most = draw.size
     if most < 2 or not enough(most):
@@ -133,3 +135,20 @@ def labels_needed(spread: Sequence[float] | np.ndarray, gap: float, *,
         else:
             low = mid
     return high
+
+
+def interval_reach(spread: Sequence[float] | np.ndarray, k: int, *,
+                   residual: Sequence[float] | np.ndarray | None = None, scale: float = 1.0,
+                   extra_variance: float = 0.0, floor: float = DEFAULT_FLOOR, confidence: float = 0.95,
+                   power: float = 0.5, student: bool = False) -> float:
+    """(q_conf + z_power) * SE of the estimate with `k` labels drawn actively by `spread` (the
+    quantity `labels_needed` holds against its gap; with `power=0.5`, the interval's half-width)."""
+    from scipy import stats  # ~0.3 s; config validation imports none of it
+
+    draw = np.asarray(spread, dtype=float)
+    res = draw if residual is None else np.asarray(residual, dtype=float)
+    quantile = (stats.t.ppf(0.5 + confidence / 2, df=max(k - 1, 1)) if student
+                else stats.norm.ppf(0.5 + confidence / 2))
+    z = float(quantile + stats.norm.ppf(power))
+    var = extra_variance + scale**2 * ht_variance(res, active_probabilities(draw, k, floor=floor))
+    return z * math.sqrt(max(var, 0.0))
