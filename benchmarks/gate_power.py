@@ -70,6 +70,7 @@ from ragwatch.indexing.index import Index  # noqa: E402
 from ragwatch.llm.client import LLMClient  # noqa: E402
 from ragwatch.llm.types import TINY_MODEL, LLMSettings  # noqa: E402
 from ragwatch.rag import BuiltinRAG, RagSettings, build_prompt, format_contexts  # noqa: E402
+from ragwatch.report.verdicts import reason_lines  # noqa: E402
 from ragwatch.results import MetricResult  # noqa: E402
 from ragwatch.retrieval import MatchSettings, unmatched_labels  # noqa: E402
 from ragwatch.types import EvalSample, RagAnswer, SearchHit  # noqa: E402
@@ -471,7 +472,7 @@ def main(argv: list[str] | None = None) -> int:
            f"{time.perf_counter() - started:.0f} s in all", "", table(outcomes, gate), ""]
     for o in outcomes:
         if not o.decision.promote:
-            out.append(f"- {o.change.name}: " + "; ".join(o.decision.reasons))
+            out.append(f"- {o.change.name}: " + "; ".join(reason_lines(o.decision)))
     if per_size:
         out += ["", "The gate on the first N questions only (regressed and hold block; hold: an undecided "
                 "gated metric with fewer than min_n items):", "",

@@ -38,6 +38,7 @@ from ragwatch.judges.faithfulness import PROMPT_VERSION as FAITHFULNESS_PROMPT  
 from ragwatch.judges.faithfulness.calibrations import faithfulness_calibration  # noqa: E402
 from ragwatch.judges.faithfulness.features import statement_features  # noqa: E402
 from ragwatch.judges.faithfulness.verify_evidence import EvidenceVerifier  # noqa: E402
+from ragwatch.report.verdicts import reason_lines  # noqa: E402
 from ragwatch.results import ItemScore, MetricInfo, MetricResult  # noqa: E402
 from ragwatch.types import RagAnswer, RetrievedContext  # noqa: E402
 
@@ -154,7 +155,7 @@ def main(argv: list[str] | None = None) -> int:
         strict = gate_decision(comparison, gate.model_copy(update={"weak_judge": "labels"}), plans=plans)
         print(f"| {name} | {changed} | {flipped} | {row.diff:+.3f} [{row.diff_low:+.3f}, {row.diff_high:+.3f}] "
               f"{row.verdict} | {paired.status} | {strict.status} |")
-        for reason in paired.reasons[:1]:
+        for reason in reason_lines(paired)[:1]:
             print(f"|  |  |  | {reason[:300]} |  |  |")
     return 0
 

@@ -26,6 +26,7 @@ from ragwatch.evalset.job import evalset_job
 from ragwatch.preflight import preflight
 from ragwatch.rag import SystemCalls
 from ragwatch.report.summary import ReportSettings, gate_label, metrics_text, summary_text
+from ragwatch.report.verdicts import reason_lines
 from readback import METRICS_OUTPUT, TRACK_STEP, step_timings
 
 PIPELINES = ("ingest", "testset", "evaluate", "full")
@@ -66,7 +67,7 @@ class RunOutcome:
         """"could not evaluate: <cause>; <what to do>", or None when the run evaluated."""
         if self.gate is None or self.gate.evaluated:
             return None
-        return "could not evaluate: " + "; ".join(self.gate.reasons[:2])
+        return "could not evaluate: " + "; ".join(reason_lines(self.gate)[:2])
 
 
 def model_for(config: FullConfig) -> tuple[Model, str]:
@@ -337,7 +338,7 @@ def format_outcome(outcome: RunOutcome) -> str:
     if outcome.metrics is not None:
         lines += ["", metrics_text(outcome.metrics.metrics, outcome.metrics.unavailable)]
     if outcome.gate is not None:
-        lines += ["", f"gate: {gate_label(outcome.gate)}"] + [f"  - {reason}" for reason in outcome.gate.reasons]
+        lines += ["", f"gate: {gate_label(outcome.gate)}"] + [f"  - {reason}" for reason in reason_lines(outcome.gate)]
     if outcome.report_path is not None:
         lines += ["", f"report: {outcome.report_path}"]
         lines += run_location(outcome.pipeline, outcome.run.name, outcome.run.id, [

@@ -1,6 +1,7 @@
 """A pytest check that fails when a metric regresses against a stored baseline, decided as the gate
-decides a promotion: `ragwatch.decision.compare_runs` (paired intervals on the metric's scale) and
-`gate_decision` (allowed drops, judges below the agreement bar shown not gated).
+decides a promotion: `ragwatch.decision.compare.compare_runs` (paired intervals on the metric's scale) and
+`ragwatch.decision.gate.gate_decision` (allowed drops, judges below the agreement bar shown not gated),
+and said in the report's words (`ragwatch.report.verdicts`).
 
 The baseline is a JSON file of `MetricResult`s (per-item scores included, so the comparison is
 paired). When it does not exist yet, the first call writes it and passes with a warning; commit it.
@@ -28,6 +29,8 @@ from ragwatch.config import SHIPPED_GATE
 from ragwatch.decision.compare import compare_runs
 from ragwatch.decision.gate import GateDecision, gate_decision
 from ragwatch.decision.thresholds import GateThresholds
+from ragwatch.report.summary import comparison_text
+from ragwatch.report.verdicts import reason_lines
 from ragwatch.results import MetricResult
 
 UPDATE_ENV = "RAGWATCH_UPDATE_BASELINE"
@@ -87,11 +90,9 @@ def assert_no_regression(
                               old_label=f"baseline {path.name}")
     decision = gate_decision(comparison, gate)
     if decision.status == "regressed" or (decision.status == "hold" and fail_on_hold):
-        from ragwatch.report.summary import comparison_text
-
-        raise AssertionError(f"ragwatch: {decision.status} against {path}\n  - " + "\n  - ".join(decision.reasons)
+        raise AssertionError(f"ragwatch: {decision.status} against {path}\n  - " + "\n  - ".join(reason_lines(decision))
                              + "\n\n" + comparison_text(comparison))
     if decision.status == "hold":
-        warnings.warn("ragwatch: undecided against the baseline: " + "; ".join(decision.reasons),
+        warnings.warn("ragwatch: undecided against the baseline: " + "; ".join(reason_lines(decision)),
                       RegressionWarning, stacklevel=2)
     return decision

@@ -18,15 +18,24 @@ from ragwatch.artifacts import AnswerSet, EvalSet, MetricGroup, RunComparisons
 from ragwatch.checks.system_metrics import NOTHING_ANSWERED, SYSTEM_METRICS, reported_top_k, system_metrics
 from ragwatch.config import EvaluateConfig
 from ragwatch.decision.compare import compare_runs
-from ragwatch.decision.gate import GateDecision, gate_decision, not_applied, not_evaluated, promotion_off, settle
+from ragwatch.decision.gate import (
+    GateDecision,
+    gate_decision,
+    not_applied,
+    not_evaluated,
+    other_eval_set,
+    promotion_off,
+    settle,
+)
 from ragwatch.decision.labels_plan import labels_plans
-from ragwatch.measured import unmeasured_gated, unmeasured_of
 from ragwatch.decision.outcome import could_not_evaluate
 from ragwatch.evalset.assemble import generation_samples
+from ragwatch.measured import unmeasured_gated, unmeasured_of
 from ragwatch.quick import quick_gate_reason
 from ragwatch.report.markdown import build_markdown_summary
 from ragwatch.report.page import build_html_report
 from ragwatch.report.summary import judge_models, verdict_line
+from ragwatch.report.verdicts import flag_lines, reason_lines
 from readback import (
     PRODUCTION_RECORD,
     SystemKey,
@@ -140,11 +149,8 @@ def track_evaluation(
                                  unmeasured=unmeasured_gated(config, unavailable=unavailable))
         if not config.promote:
             decision = promotion_off(decision)
-    if decision.evaluated and comparisons.production is not None and not comparisons.same_eval_set_as_production:
-        decision.reasons.append(
-            "production was evaluated on a different evaluation set: metrics were compared on the "
-            "questions both sets share (paired by id)"
-        )
+    if comparisons.production is not None and not comparisons.same_eval_set_as_production:
+        decision = other_eval_set(decision)
 
     promoted = False
     if model_version is not None and config.promote and decision.promote:
@@ -163,8 +169,8 @@ def track_evaluation(
         "promote": decision.promote,
         "promoted": promoted,
         "status": decision.status,
-        "reasons": decision.reasons,
-        "flags": decision.flags,
+        "reasons": reason_lines(decision),
+        "flags": flag_lines(decision),
         "production_version": comparisons.production_version or "none",
         "verdict": verdict_line(comparisons.named(), decision)[1],
     }

@@ -52,9 +52,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_validator
 
-from ragwatch.decision.thresholds import GateThresholds, JudgeStanding
+from ragwatch.decision.reasons import GateReason, GateRule
+from ragwatch.decision.thresholds import GateThresholds, JudgeStanding, WeakJudgeRule, weak_judge_blocks
 from ragwatch.fmt import fmt_num
 from ragwatch.results import JudgeAgreement, MetricResult
 from ragwatch.statistics.intervals import paired_diff_interval, unpaired_diff_interval
@@ -98,8 +99,26 @@ class MetricComparison(BaseModel):
     constant_value: float | None = None  # set when the new run's scores are all this one value (a judge)
     agreement: JudgeAgreement | None = None  # the new run's judge's measured agreement (MetricInfo.agreement)
     standing: JudgeStanding | None = None  # GateThresholds.judge_standing of the new run's judge
+    gate_rule: GateRule | None = None  # "weak_judge_paired": a below-bar judge's row gates (`weak_judge_blocks`)
     gate_role: Literal["reason", "needs", "opinion"] | None = None  # set once the gate settled a below-bar judge
-    gate_note: str = ""  # the gate's wording for a settled row (its reason, call for labels or opinion)
+    gate_reason: GateReason | None = None  # the gate's finding for a settled row (its reason, call for labels, opinion)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _older_shape(cls, data: Any) -> Any:
+        # a row stored before the gate's findings were typed carries their words in `gate_note`
+        if isinstance(data, dict) and "gate_note" in data:
+            data = dict(data)
+            words = data.pop("gate_note")
+            if words and data.get("gate_reason") is None:
+                data["gate_reason"] = words  # read as a "said" GateReason
+        return data
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        # a pickle of an older row is read as its JSON would be (fields it lacks take their defaults)
+        fresh = type(self).model_validate(dict(state["__dict__"]))
+        super().__setstate__({**state, "__dict__": fresh.__dict__,
+                              "__pydantic_fields_set__": state.get("__pydantic_fields_set__", set())})
 
     @property
     def n_compared(self) -> int:
@@ -202,7 +221,7 @@ class Evidence:
     higher_is_better: bool = True
     allowed_drop: float = 0.0
     standing: JudgeStanding | None = None  # GateThresholds.judge_standing: below the bar or agreement unknown
-    weak_judge: str = "paired"  # GateThresholds.weak_judge: what a judge below the bar still decides
+    weak_judge: WeakJudgeRule = "paired"  # GateThresholds.weak_judge: what a judge below the bar still decides
 
 
 class VerdictDecision(NamedTuple):
@@ -217,9 +236,9 @@ def decide_verdict(e: Evidence) -> VerdictDecision:
     common (not_comparable); a different judge (not_comparable, not gated); a constant judge (constant,
     not gated); identical on every paired item (unchanged); fewer than 2 items (inconclusive); else the
     interval against the allowed drop (`_verdict`). A judge below the gate's agreement bar or of unknown
-    agreement (`standing`) keeps its verdict and is shown, not gated (with `weak_judge: paired`, a clear
-    regression of a below-bar judge gates). The gate and every printed verdict read the result, never
-    the deltas."""
+    agreement (`standing`) keeps its verdict and is shown, not gated, except what `weak_judge_blocks`
+    lets it decide (rule "weak_judge_paired"; `ragwatch.report.verdicts` words it). The gate and every
+    printed verdict read the result, never the deltas."""
     if not (e.in_new and e.in_old):
         if e.unavailable:
             return VerdictDecision("not_available", e.unavailable)
@@ -247,11 +266,9 @@ def decide_verdict(e: Evidence) -> VerdictDecision:
     verdict = _verdict(low, high, e.higher_is_better, e.allowed_drop)
     gain_high = high if e.higher_is_better else -low
     within = "a drop, but within the allowed drop" if verdict == "unchanged" and gain_high < 0 else ""
-    if e.standing and e.standing.kind == "below_bar" and verdict == "regressed" and e.weak_judge == "paired":
-        # the same judge and calibration scored both runs: its own paired difference blocks a clear regression
-        return VerdictDecision(verdict, f"{e.standing.reason}, but its own paired difference (same judge and "
-                                        "calibration in both runs) blocks a clear regression (gate.weak_judge: "
-                                        "paired)", gates=True)
+    if weak_judge_blocks(e.standing, verdict, e.weak_judge):
+        assert e.standing is not None
+        return VerdictDecision(verdict, e.standing.reason, gates=True)  # the row's gate_rule says why
     return VerdictDecision(verdict, _join(within, not_gated), gates=not not_gated)
 
 
@@ -264,6 +281,8 @@ def _apply(row: MetricComparison, e: Evidence) -> MetricComparison:
     decision = decide_verdict(e)
     row.verdict = decision.verdict
     row.gated = row.gated and decision.gates
+    if weak_judge_blocks(e.standing, decision.verdict, e.weak_judge):
+        row.gate_rule = "weak_judge_paired"
     if decision.note:
         _add_note(row, decision.note)
     return row

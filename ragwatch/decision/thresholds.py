@@ -36,6 +36,14 @@ def matches(name: str, pattern: str) -> bool:
     return name == pattern or name.startswith(pattern) or fnmatchcase(name, pattern)
 
 
+def weak_judge_blocks(standing: JudgeStanding | None, verdict: str, rule: WeakJudgeRule) -> bool:
+    """The one rule for what a judge below the agreement bar still decides alone: with `weak_judge: paired`,
+    its own paired difference blocks a clear regression (the same judge and calibration scored both runs, else
+    the row is not comparable); nothing else. Read by `ragwatch.decision.compare` (the row gates) and
+    `ragwatch.decision.gate` (the refusal)."""
+    return standing is not None and standing.kind == "below_bar" and verdict == "regressed" and rule == "paired"
+
+
 def unknown_agreement(info: MetricInfo) -> bool:
     """A prompted judge (an LLM's opinion, `prompt_version` set) never measured against labels of its kind;
     an embedding cosine or token probabilities are measurements, not opinions, and never "unknown"."""

@@ -26,6 +26,7 @@ from pydantic import BaseModel, Field
 from ragwatch.artifacts import RunComparisons
 from ragwatch.decision.compare import MetricComparison
 from ragwatch.report.summary import verdict_line
+from ragwatch.report.verdicts import flag_lines, reason_lines
 from ragwatch.results import ItemScore, MetricResult
 from ragwatch.types import EvalSample
 
@@ -115,8 +116,8 @@ def run_attributes(run: RunExport) -> Attributes:
         "ragwatch.system.model_name": run.model_name, "ragwatch.system.target": run.target,
         "ragwatch.gate.status": gate.status if gate else None,
         "ragwatch.gate.promote": gate.promote if gate else None,
-        "ragwatch.gate.reasons": list(gate.reasons) if gate else None,
-        "ragwatch.gate.flags": list(gate.flags) if gate else None,
+        "ragwatch.gate.reasons": reason_lines(gate) if gate else None,
+        "ragwatch.gate.flags": flag_lines(gate) if gate else None,
         "ragwatch.gate.verdict": run.verdict,
         "ragwatch.comparison.baseline": run.baseline(),
         "ragwatch.evaluation.metrics": len(run.metrics),

@@ -11,6 +11,7 @@ from ragwatch.decision.gate import GateDecision
 from ragwatch.fmt import fmt_num, fmt_signed
 from ragwatch.report.style import ci_text, md_text, short, weighted_score
 from ragwatch.report.summary import ReportSettings, gate_label, summary_markdown
+from ragwatch.report.verdicts import reason_lines, row_note
 from ragwatch.results import MetricResult
 
 
@@ -33,7 +34,7 @@ def build_markdown_summary(
     top = summary_markdown(metrics, comparisons or {}, gate, settings.headline, unavailable)
     lines = [f"# {md_text(title)}", "", top, ""]
     if gate is not None:
-        lines += [f"**Gate: {gate_label(gate)}**", ""] + [f"- {md_text(r)}" for r in gate.reasons] + [""]
+        lines += [f"**Gate: {gate_label(gate)}**", ""] + [f"- {md_text(r)}" for r in reason_lines(gate)] + [""]
     if run_info:
         keys = [k for k in ("config_fingerprint", "eval_set_version", "model_version") if k in run_info]
         lines += [f"- {md_text(k)}: `{md_text(str(run_info[k]))}`" for k in keys] + ([""] if keys else [])
@@ -69,6 +70,6 @@ def build_markdown_summary(
                 lines.append(f"- **{r.verdict}** {md_text(r.metric)}: {fmt_num(r.old_score)} -> {fmt_num(r.new_score)} "
                              f"(diff {fmt_signed(r.diff)}, 95% CI {interval})")
             elif r.verdict == "not_available":
-                lines.append(f"- **not available** {md_text(r.metric)}: {md_text(r.note)}")
+                lines.append(f"- **not available** {md_text(r.metric)}: {md_text(row_note(r))}")
         lines.append("")
     return "\n".join(lines).rstrip() + "\n"

@@ -36,6 +36,7 @@ from ragwatch.report.summary import (
     verdict_line,
     verdict_text,
 )
+from ragwatch.report.verdicts import flag_lines, reason_lines
 from ragwatch.results import MetricResult
 from ragwatch.statements import statement_verdicts
 
@@ -114,7 +115,7 @@ def _summary_section(metrics: Mapping[str, MetricResult], items: pd.DataFrame,
     out = f'<p class="summary">{" · ".join(parts)}</p>'
     if gate is not None:
         cls, verdict = ("ok" if gate.passed else "" if gate.status == "not_applied" else "bad"), gate_label(gate)
-        reasons = "".join(f"<li>{esc(r)}</li>" for r in gate.reasons)
+        reasons = "".join(f"<li>{esc(r)}</li>" for r in reason_lines(gate))
         out += f'<div class="gate {cls}"><b>Gate: {verdict}</b><ul>{reasons}</ul></div>'
     if lines := unavailable_lines(unavailable):
         out += '<ul id="unavailable" class="hint">' + "".join(f"<li>{esc(x)}</li>" for x in lines) + "</ul>"
@@ -127,7 +128,7 @@ def _verdict_section(metrics: Mapping[str, MetricResult], comparisons: Mapping[s
     cls, line = verdict_line(comparisons, gate)
     out = f'<div id="verdict" class="verdict-line {cls}">{esc(line)}</div>'
     out += _headline_table(headline_rows(metrics, comparisons, settings.headline, unavailable), list(comparisons))
-    warnings = list(dict.fromkeys((gate.flags if gate is not None else []) + judge_warnings(metrics)))
+    warnings = list(dict.fromkeys((flag_lines(gate) if gate is not None else []) + judge_warnings(metrics)))
     if warnings:
         out += ('<div class="warnbox"><b>Judges to distrust</b><ul>'
                 + "".join(f"<li>{esc(w)}</li>" for w in warnings) + "</ul></div>")

@@ -26,6 +26,7 @@ from ragwatch.decision.compare import Comparison, MetricComparison
 from ragwatch.decision.gate import GateDecision
 from ragwatch.decision.thresholds import matches, unknown_agreement
 from ragwatch.fmt import fmt_num, fmt_signed, md_cell
+from ragwatch.report.verdicts import flag_lines, reason_lines, row_note, say
 from ragwatch.results import MetricResult
 
 __all__ = ["fmt_num", "fmt_signed"]  # re-exported: the report and older callers format through here
@@ -164,7 +165,7 @@ def comparison_verdict(cmp: Comparison, label: str) -> tuple[str, str]:
             sentence += f" Not gated: {_names(shown)} {verdict}."
     groups: dict[tuple[str, str], list[MetricComparison]] = {}
     for r in attention:
-        groups.setdefault((r.verdict, r.note), []).append(r)
+        groups.setdefault((r.verdict, row_note(r)), []).append(r)
     for (verdict, note), rows in groups.items():
         sentence += f" {_NAMED[verdict].capitalize()}: {_names(rows)}" + (f" ({note})." if note else ".")
     return kind, sentence
@@ -216,7 +217,7 @@ def gate_label(gate: GateDecision) -> str:
     `evaluate.promote: false` promoted nothing."""
     if gate.status in ("not_evaluated", "not_applied"):
         words = gate.status.replace("_", " ").upper()
-        return f"{words} ({gate.reasons[0]})" if gate.reasons else words
+        return f"{words} ({say(gate.reasons[0])})" if gate.reasons else words
     return _GATE_WORDS[gate.status]
 
 
@@ -296,8 +297,8 @@ def summary_text(metrics: Mapping[str, MetricResult], comparisons: Mapping[str, 
         if j == 0:
             out.append("  ".join("-" * w for w in widths))
     if gate is not None and gate.status not in ("promote", "not_applied"):  # not_applied: its label says why
-        out += [""] + [f"  - {reason}" for reason in gate.reasons]
-    warnings = (gate.flags if gate is not None else []) + judge_warnings(metrics)
+        out += [""] + [f"  - {reason}" for reason in reason_lines(gate)]
+    warnings = (flag_lines(gate) if gate is not None else []) + judge_warnings(metrics)
     if warnings:
         out += ["", "warnings:"] + [f"  ! {w}" for w in dict.fromkeys(warnings)]
     if lines := unavailable_lines(unavailable):
@@ -319,7 +320,7 @@ def summary_markdown(metrics: Mapping[str, MetricResult], comparisons: Mapping[s
         cells = [md_cell(r.metric), scale_text(r.result), _value(r), _ci(r.result), _n(r.result)]
         cells += [_delta_text(r.deltas[x]) for x in labels]
         out.append("| " + " | ".join(cells) + " |")
-    warnings = (gate.flags if gate is not None else []) + judge_warnings(metrics)
+    warnings = (flag_lines(gate) if gate is not None else []) + judge_warnings(metrics)
     if warnings:
         out += [""] + [f"> ⚠ {md_cell(w)}" for w in dict.fromkeys(warnings)]
     if lines := unavailable_lines(unavailable):
@@ -466,7 +467,7 @@ def not_available_lines(cmp: Comparison) -> list[str]:
     by_note: dict[str, list[str]] = {}
     for r in cmp.rows:
         if r.verdict == "not_available":
-            by_note.setdefault(r.note, []).append(r.metric)
+            by_note.setdefault(row_note(r), []).append(r.metric)
     return [f"{', '.join(names)} {note}" for note, names in by_note.items()]
 
 
@@ -485,11 +486,12 @@ def comparison_html(cmp: Comparison, *, heading: bool = True) -> str:
             tds = "".join(f'<td class="num">{html.escape(c)}</td>' if i in (1, 2, 3, 4, 5, 7)
                           else f"<td>{html.escape(c)}</td>" for i, c in enumerate(cells[:-1]))
             colour = VERDICT_COLOURS[r.verdict]
-            note = f' title="{html.escape(r.note)}"' if r.note else ""
+            note = f' title="{html.escape(row_note(r))}"' if row_note(r) else ""
             tds += (f'<td><span class="verdict" style="background:{colour}"{note}>'
                     f"{html.escape(cells[-1])}</span></td>")
             rows.append(f"<tr>{tds}</tr>")
-        notes = [f"<li><b>{html.escape(r.metric)}</b>: {html.escape(r.note)}</li>" for r in cmp.rows if r.note]
+        notes = [f"<li><b>{html.escape(r.metric)}</b>: {html.escape(note)}</li>" for r in cmp.rows
+                 if (note := row_note(r))]
         body = (f'<table class="cmp"><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody>'
                 f"</table>" + (f'<ul class="notes">{"".join(notes)}</ul>' if notes else ""))
     return f'<section class="comparison">{f"<h3>{title}</h3>" if heading else ""}{body}</section>'

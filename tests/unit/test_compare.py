@@ -11,6 +11,7 @@ from ragwatch.decision.gate import gate_decision
 from ragwatch.decision.thresholds import GateThresholds, matches
 from ragwatch.report.markdown import build_markdown_summary
 from ragwatch.report.summary import comparison_html, comparison_markdown, comparison_text
+from ragwatch.report.verdicts import flag_lines, reason_lines
 from ragwatch.results import ItemScore, LabelledEstimate, MetricInfo, MetricResult
 
 LOWER = MetricInfo(direction="lower", scale=None)
@@ -44,7 +45,7 @@ def test_clear_regression_is_regressed_and_blocks_the_gate():
     assert row.diff_high < -0.05 and row.diff == pytest.approx(row.new_score - row.old_score, abs=1e-9)
     decision = gate_decision(cmp, th)
     assert decision.promote is False
-    (reason,) = decision.reasons
+    (reason,) = reason_lines(decision)
     assert "faithfulness" in reason and "0.050" in reason and "95% CI" in reason
     assert f"{row.diff:+.3f}" in reason
 
@@ -55,7 +56,7 @@ def test_clear_improvement_is_improved_and_promotes():
     cmp = compare_runs(new, old, thresholds=GateThresholds())
     assert cmp.row("faithfulness").verdict == "improved"
     decision = gate_decision(cmp, GateThresholds())
-    assert decision.promote and "no gated metric regressed" in decision.reasons[0]
+    assert decision.promote and "no gated metric regressed" in reason_lines(decision)[0]
 
 
 def test_noise_is_not_a_regression():
@@ -136,7 +137,7 @@ def test_missing_metrics_are_added_or_removed_and_only_block_when_explicitly_gat
     assert gate_decision(cmp, GateThresholds()).promote
     gated = GateThresholds(gated_metrics=["a", "gone"])
     decision = gate_decision(cmp, gated)
-    assert not decision.promote and any("gone" in r and "missing" in r for r in decision.reasons)
+    assert not decision.promote and any("gone" in r and "missing" in r for r in reason_lines(decision))
 
 
 def test_items_that_do_not_pair_are_compared_unpaired():
@@ -184,7 +185,7 @@ def test_a_metric_with_no_scored_item_is_not_comparable_and_blocks():
     cmp = compare_runs(new, old)
     assert cmp.row("m").verdict == "not_comparable"
     decision = gate_decision(cmp, GateThresholds())
-    assert not decision.promote and "no item could be scored" in decision.reasons[0]
+    assert not decision.promote and "no item could be scored" in reason_lines(decision)[0]
     # a broken baseline does not block the new run
     assert gate_decision(compare_runs(old, new), GateThresholds()).promote
 
@@ -204,7 +205,7 @@ def test_no_baseline_promotes():
     new = {"m": result("m", BASE)}
     cmp = compare_runs(new, None, old_label="production")
     assert not cmp.has_baseline and cmp.rows[0].verdict == "added"
-    assert gate_decision(cmp, GateThresholds()).reasons == ["no production baseline"]
+    assert reason_lines(gate_decision(cmp, GateThresholds())) == ["no production baseline"]
     assert gate_decision(None, GateThresholds()).promote
     assert gate_decision(compare_runs(new, {}), GateThresholds()).promote
     assert "no production baseline" in comparison_text(cmp)
@@ -223,12 +224,12 @@ def test_ungated_regressions_do_not_block_and_a_gated_name_that_matches_nothing_
     typo = GateThresholds(gated_metrics=["hitrate@5", "hit_rate@*"])
     decision = gate_decision(compare_runs(new, old, thresholds=typo), typo)
     assert decision.promote and decision.unmeasured == ["hitrate@5"]
-    (flag,) = [f for f in decision.flags if "hitrate@5" in f]
+    (flag,) = [f for f in flag_lines(decision) if "hitrate@5" in f]
     assert "matches no metric" in flag and "evaluate.gate.gated_metrics" in flag
-    assert not any("hitrate@5" in r for r in decision.reasons)
+    assert not any("hitrate@5" in r for r in reason_lines(decision))
     why = {"hitrate@5": "the faithfulness judge is not enabled (evaluate.judges.enabled: [])"}
     decision = gate_decision(compare_runs(new, old, thresholds=typo), typo, unmeasured=why)
-    assert decision.promote and any(why["hitrate@5"] in f for f in decision.flags)
+    assert decision.promote and any(why["hitrate@5"] in f for f in flag_lines(decision))
 
 
 def test_thresholds_validate():
@@ -296,7 +297,7 @@ def test_a_constant_judge_is_flagged_and_never_gates():
     row = cmp.row("faithfulness")
     assert row.verdict == "constant" and not row.gated and row.constant_value == 1.0
     decision = gate_decision(cmp, th)
-    assert decision.promote and any("every item 1.000" in f and "does not gate" in f for f in decision.flags)
+    assert decision.promote and any("every item 1.000" in f and "does not gate" in f for f in flag_lines(decision))
     assert "as before" in row.note
     # a non-judge metric that is perfect everywhere is a measurement, not a constant judge
     perfect = {"system/hit_rate": result("system/hit_rate", [1.0] * 40)}
@@ -312,7 +313,7 @@ def test_a_judge_that_becomes_constant_is_flagged_and_does_not_gate():
     assert row.verdict == "constant" and not row.gated and row.diff < -1  # the difference is still shown
     decision = gate_decision(cmp, th)
     assert decision.promote
-    assert any("every item 1.000 in this run" in f and "varied in the old run" in f for f in decision.flags)
+    assert any("every item 1.000 in this run" in f and "varied in the old run" in f for f in flag_lines(decision))
 
 
 @pytest.mark.parametrize(("rule", "n", "promote", "status"), [
@@ -331,7 +332,7 @@ def test_the_teams_inconclusive_rule(rule, n, promote, status):
     decision = gate_decision(cmp, th)
     assert (decision.promote, decision.status) == (promote, status)
     if not promote:
-        assert decision.reasons[0].startswith("m inconclusive") and "add questions" in decision.reasons[-1]
+        assert reason_lines(decision)[0].startswith("m inconclusive") and "add questions" in reason_lines(decision)[-1]
 
 
 def test_human_labels_decide_when_both_runs_have_them():
@@ -348,7 +349,7 @@ def test_human_labels_decide_when_both_runs_have_them():
     assert row.basis == "labelled" and row.verdict == "regressed" and row.diff == 0
     assert row.labelled_diff == pytest.approx(-0.1)
     assert row.labelled_high == pytest.approx(-0.1 + 0.03 * 2 ** 0.5)
-    (reason,) = gate_decision(cmp, th).reasons
+    (reason,) = reason_lines(gate_decision(cmp, th))
     assert "human labels" in reason and "-0.100" in reason
     assert "labelled -0.100" in comparison_text(cmp)
     # labels in one run only: the judge's interval decides, and the row says why
@@ -407,7 +408,7 @@ def test_a_change_of_judge_model_or_prompt_is_not_comparable_and_does_not_gate()
     assert "judge model local/qwen2.5-0.5b-instruct -> local/qwen2.5-coder-1.5b-instruct" in row.note
     decision = gate_decision(compare_runs({"faithfulness": new}, {"faithfulness": old}, thresholds=thresholds),
                              thresholds)
-    assert decision.promote and any("judged differently" in f for f in decision.flags)
+    assert decision.promote and any("judged differently" in f for f in flag_lines(decision))
     # the same judge: the drop is a regression again
     same = result("faithfulness", scores_new, info=old.info)
     assert compare_runs({"faithfulness": same}, {"faithfulness": old}, thresholds=thresholds).row(
@@ -455,20 +456,20 @@ def test_a_judge_below_the_agreement_bar_does_not_decide_alone_and_the_reasons_s
         new = {"faithfulness": result("faithfulness", BASE - 0.2, info=judged(kappa))}
         cmp = compare_runs(new, old, thresholds=rule)
         decision = gate_decision(cmp, rule)
-        assert decision.status == status and decision.promote == (status == "promote"), (kappa, decision.reasons)
+        assert decision.status == status and decision.promote == (status == "promote"), (kappa, reason_lines(decision))
         if kappa is None and rule is th:  # agreement unknown: shown, marked, not gated unless trusted
             row = cmp.row("faithfulness")
             assert row.verdict == "regressed" and not row.gated and "agreement unknown" in row.note
             assert "(not gated: agreement unknown)" in comparison_text(cmp)
         if kappa == 0.42:  # a drop the judge sees but, below the bar, cannot size: labels decide
-            (note,) = [r for r in decision.reasons if "needs labels" in r]
+            (note,) = [r for r in reason_lines(decision) if "needs labels" in r]
             assert "kappa 0.42" in note and "72 statements of RAG answers" in note and "min_judge_kappa 0.60" in note
             assert "-0.200" in note  # the change is still shown
     # no drop the judge can see: shown, not gated, promoted
     old = {"faithfulness": result("faithfulness", BASE, info=judged(0.42))}
     new = {"faithfulness": result("faithfulness", BASE + 0.01, info=judged(0.42))}
     decision = gate_decision(compare_runs(new, old, thresholds=th), th)
-    assert decision.promote and any("not gated" in r for r in decision.reasons)
+    assert decision.promote and any("not gated" in r for r in reason_lines(decision))
     # human labels on both runs: the prediction-powered interval decides, whatever the judge's agreement
     labelled = LabelledEstimate(method="ppi++", score=0.8, ci_low=0.75, ci_high=0.85, n_labels=40, n_items=80)
     worse = LabelledEstimate(method="ppi++", score=0.5, ci_low=0.45, ci_high=0.55, n_labels=40, n_items=80)
@@ -511,8 +512,8 @@ def test_a_metric_the_new_system_cannot_have_is_not_available_with_the_reason_no
     assert gate_decision(cmp, GateThresholds()).promote
     decision = gate_decision(cmp, GateThresholds(gated_metrics=["a", "perplexity"]))
     assert decision.promote and "perplexity" in decision.unmeasured
-    assert [f for f in decision.flags if f.startswith("perplexity is gated but not measured in this run")
-            and NO_LOGPROBS in f] and not any("perplexity" in r for r in decision.reasons)
+    assert [f for f in flag_lines(decision) if f.startswith("perplexity is gated but not measured in this run")
+            and NO_LOGPROBS in f] and not any("perplexity" in r for r in reason_lines(decision))
 
     # the other way round: the new system gained logprobs; shown as not available in production, never blocks
     back = compare_runs(with_logprobs, without, new_label="this run", old_label="production",

@@ -13,6 +13,7 @@ from ragwatch.decision.gate import GateDecision, gate_decision
 from ragwatch.decision.labels_plan import labels_plans
 from ragwatch.decision.thresholds import GateThresholds
 from ragwatch.report.summary import gate_label
+from ragwatch.report.verdicts import reason_lines
 from ragwatch.results import ItemScore, JudgeAgreement, MetricInfo, MetricResult
 from ragwatch.review.labelled import attach_labelled
 from ragwatch.review.labels import HumanLabel, HumanLabels
@@ -71,7 +72,7 @@ def test_a_drop_the_weak_judge_sees_but_cannot_size_needs_labels_with_how_many_a
     new = MetricResult.from_items("faithfulness", new.items, info=INFO)
     decision = decide(new, old)
     assert decision.status == "needs_labels" and decision.promote is False
-    (reason,) = decision.reasons[:1]
+    (reason,) = reason_lines(decision)[:1]
     assert reason.startswith("faithfulness needs labels: its judge sees a drop")
     assert "kappa 0.48 on 72 statements of RAG answers" in reason and "min_judge_kappa 0.60" in reason
     k = int(re.search(r"label (\d+) of this run's answers \(", reason).group(1))
@@ -88,7 +89,7 @@ def test_a_clear_regression_blocks_on_the_judges_own_paired_difference_unless_th
     fabricated = planted(probs, 53, 0.1)  # every planted statement below the cut: about -0.27
     decision = decide(fabricated, old)
     assert decision.status == "regressed" and not decision.promote
-    assert "gate.weak_judge: paired" in decision.reasons[0] and "kappa 0.48" in decision.reasons[0]
+    assert "gate.weak_judge: paired" in reason_lines(decision)[0] and "kappa 0.48" in reason_lines(decision)[0]
     strict = decide(fabricated, old, TH.model_copy(update={"weak_judge": "labels"}))
     assert strict.status == "needs_labels" and not strict.promote
 
@@ -112,12 +113,12 @@ def test_once_this_run_has_labels_the_paired_prediction_powered_difference_decid
     readers = [label(f"q{i}", expected[i] - 1 / 3, 30 / 48, f"new{i}") for i in range(30)]
     decision = decide(with_labels(missed, readers), old)
     assert decision.status == "regressed" and not decision.promote
-    assert decision.reasons[0].startswith("faithfulness regressed on human labels")
-    assert "from 30 human labels on the 48 of 65 answers that changed" in decision.reasons[0]
+    assert reason_lines(decision)[0].startswith("faithfulness regressed on human labels")
+    assert "from 30 human labels on the 48 of 65 answers that changed" in reason_lines(decision)[0]
     # readers find what the judge's calibrated probabilities expect: the labels clear it
     agree = [label(f"q{i}", expected[i], 30 / 48, f"new{i}") for i in range(30)]
     cleared = decide(with_labels(missed, agree), old)
-    assert cleared.promote and any(r.startswith("faithfulness cleared by human labels") for r in cleared.reasons)
+    assert cleared.promote and any(r.startswith("faithfulness cleared by human labels") for r in reason_lines(cleared))
 
 
 def test_labels_of_unchanged_answers_do_not_count_toward_the_paired_difference():
@@ -126,7 +127,7 @@ def test_labels_of_unchanged_answers_do_not_count_toward_the_paired_difference()
     unchanged_only = [label(f"q{i}", 1.0, 0.5, f"old{i}") for i in range(30, 40)]
     decision = decide(with_labels(new, unchanged_only), old)
     assert decision.status == "needs_labels"
-    assert "fewer than 2 of this run's labels are on the 20 answers that changed" in decision.reasons[0]
+    assert "fewer than 2 of this run's labels are on the 20 answers that changed" in reason_lines(decision)[0]
 
 
 def test_the_paired_difference_is_unbiased_under_active_labelling():

@@ -10,8 +10,8 @@ import yaml
 
 from ragwatch.config import FullConfig
 from ragwatch.config_loader import ConfigError
-from ragwatch.measured import not_measured, sources, unknown, unmeasured_gated
 from ragwatch.judges.perplexity import PerplexityJudge
+from ragwatch.measured import not_measured, sources, unknown, unmeasured_gated
 from ragwatch.preflight import preflight
 
 FULL = Path(__file__).resolve().parents[2] / "configs" / "full.yaml"

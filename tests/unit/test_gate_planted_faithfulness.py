@@ -16,6 +16,7 @@ from ragwatch.decision.thresholds import GateThresholds
 from ragwatch.judges.faithfulness import calibrations
 from ragwatch.llm.client import LLMClient
 from ragwatch.llm.types import LLMSettings
+from ragwatch.report.verdicts import reason_lines
 from ragwatch.results import MetricResult
 from ragwatch.review.labelled import attach_labelled
 from ragwatch.review.labels import HumanLabel, HumanLabels
@@ -71,8 +72,9 @@ def test_the_weak_judge_sees_the_planted_drop_but_cannot_size_it(runs) -> None:
     truth = [np.mean([_truth(it) for it in r.items]) for r in runs]
     assert truth == pytest.approx([0.75, 0.75 - 32 / 48 / 4])
     decision = _decide(candidate, production)
-    assert decision.status == "needs_labels", decision.reasons
-    assert "32 of 48 answers changed" in decision.reasons[0] and "--metric faithfulness --n" in decision.reasons[0]
+    assert decision.status == "needs_labels", reason_lines(decision)
+    reason = reason_lines(decision)[0]
+    assert "32 of 48 answers changed" in reason and "--metric faithfulness --n" in reason
 
 
 @pytest.mark.parametrize("seed", range(10))
@@ -86,8 +88,8 @@ def test_thirty_labels_of_the_review_draw_decide_it_regressed(runs, seed: int) -
               for r in draw.rows[:30]]
     labelled, _ = attach_labelled({"faithfulness": candidate}, HumanLabels(labels=labels))
     decision = _decide(labelled["faithfulness"], production)
-    assert decision.status == "regressed" and not decision.promote, decision.reasons
-    assert decision.reasons[0].startswith("faithfulness regressed on human labels")
+    assert decision.status == "regressed" and not decision.promote, reason_lines(decision)
+    assert reason_lines(decision)[0].startswith("faithfulness regressed on human labels")
 
 
 def test_a_no_op_replay_is_promoted(runs) -> None:

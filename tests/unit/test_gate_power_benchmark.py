@@ -13,6 +13,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 
 import gate_power
 
+from ragwatch.report.verdicts import reason_lines
+
 pytestmark = pytest.mark.slow  # builds the sample corpus's index once (cached in .ragwatch/gate_power)
 
 # Each changes the contexts of about 1 question in 10: at 38 questions the drop is seen but an interval
@@ -31,10 +33,10 @@ def test_every_regression_blocked_and_no_noop() -> None:
             assert hit.diff < 0 and hit.verdict in ("regressed", "inconclusive")
             assert hit.diff_low < -0.1
         elif o.change.regression:
-            assert o.decision.status == "regressed", (o.change.name, o.decision.reasons)
-            assert all(any(m in r for m in gate_power.GATE.gated_metrics) for r in o.decision.reasons)
+            assert o.decision.status == "regressed", (o.change.name, reason_lines(o.decision))
+            assert all(any(m in r for m in gate_power.GATE.gated_metrics) for r in reason_lines(o.decision))
         else:
-            assert o.decision.promote, (o.change.name, o.decision.reasons)
+            assert o.decision.promote, (o.change.name, reason_lines(o.decision))
     table = gate_power.table(outcomes, gate_power.GATE)
     assert any(row.startswith("| contexts shuffled across questions |") and "| block | **blocked** (regressed)" in row
                for row in table.splitlines())

@@ -25,6 +25,7 @@ from ragwatch.judges import (
 from ragwatch.judges.perplexity import NO_LOGPROBS, NOT_AVAILABLE
 from ragwatch.rag import BuiltinRAG, RagSettings
 from ragwatch.report.summary import metrics_text, summary_text
+from ragwatch.report.verdicts import reason_lines
 from ragwatch.types import RagAnswer
 
 __all__ = ["fake_server"]
@@ -85,7 +86,7 @@ def test_two_runs_without_logprobs_compare_without_a_not_comparable_row_or_a_gat
     assert {r.metric for r in cmp.rows} == {"similarity"}
     assert "not_comparable" not in cmp.counts()
     decision = gate_decision(cmp)
-    assert decision.promote and not any("perplexity" in r or "confidence" in r for r in decision.reasons)
+    assert decision.promote and not any("perplexity" in r or "confidence" in r for r in reason_lines(decision))
     summary = summary_text(new.metrics, {"production": cmp}, decision,
                            ["similarity", "answer_confidence"], new.unavailable)
     row = next(line for line in summary.splitlines() if line.startswith("answer_confidence"))

@@ -20,6 +20,7 @@ from ragwatch.decision.compare import compare_runs
 from ragwatch.decision.gate import gate_decision
 from ragwatch.export import RunExport, export_run, otel_trace_id, trace_links, traces_endpoint
 from ragwatch.export.mapping import EVENT, GATE_EVALUATION, NOT_SCORED
+from ragwatch.report.verdicts import flag_lines, reason_lines
 from ragwatch.results import ItemScore, JudgeAgreement, LabelledEstimate, MetricInfo, MetricResult
 from ragwatch.types import EvalSample
 
@@ -153,10 +154,10 @@ def test_every_span_event_and_attribute_reaches_an_otlp_receiver(receiver):
     assert attributes == {
         "openinference.span.kind": "EVALUATOR", "ragwatch.run.id": "run-uuid-1", "ragwatch.run.name": "full-run-1",
         "ragwatch.system.model_name": "rag", "ragwatch.system.target": "logged answers.jsonl",
-        "ragwatch.gate.status": "hold", "ragwatch.gate.promote": False, "ragwatch.gate.reasons": gate.reasons,
+        "ragwatch.gate.status": "hold", "ragwatch.gate.promote": False, "ragwatch.gate.reasons": reason_lines(gate),
         "ragwatch.gate.verdict": run.verdict, "ragwatch.comparison.baseline": "production",
         "ragwatch.evaluation.metrics": 3, "output.value": run.verdict,
-        **({"ragwatch.gate.flags": gate.flags} if gate.flags else {})}
+        **({"ragwatch.gate.flags": flag_lines(gate)} if gate.flags else {})}
     [event] = root.events
     assert event.name == EVENT and _attrs(event.attributes) == {
         "gen_ai.evaluation.name": GATE_EVALUATION, "gen_ai.evaluation.score.label": "hold",

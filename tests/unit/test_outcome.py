@@ -9,6 +9,7 @@ from ragwatch.decision.outcome import could_not_evaluate
 from ragwatch.decision.thresholds import GateThresholds
 from ragwatch.llm.budget import Budget
 from ragwatch.rag import SystemCalls
+from ragwatch.report.verdicts import reason_lines
 from ragwatch.results import ItemScore, MetricInfo, MetricResult
 from ragwatch.types import RagAnswer
 
@@ -75,7 +76,7 @@ def test_judges_failing_beyond_the_threshold_could_not_evaluate():
 def test_not_evaluated_is_its_own_gate_status():
     decision = not_evaluated("the system was unreachable", "start it")
     assert (decision.status, decision.promote, decision.evaluated) == ("not_evaluated", False, False)
-    assert decision.reasons == ["the system was unreachable", "start it"]
+    assert reason_lines(decision) == ["the system was unreachable", "start it"]
     with pytest.raises(ValueError, match="contradicts"):
         GateDecision(promote=True, status="not_evaluated")
     assert GateDecision(promote=True).evaluated

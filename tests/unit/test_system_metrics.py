@@ -19,6 +19,7 @@ from ragwatch.checks.system_metrics import (
 from ragwatch.decision.compare import compare_runs
 from ragwatch.decision.gate import gate_decision
 from ragwatch.decision.thresholds import GateThresholds
+from ragwatch.report.verdicts import reason_lines
 from ragwatch.retrieval import MatchSettings
 from ragwatch.types import EvalSample, RagAnswer, RelevantItem, RetrievedContext
 
@@ -63,7 +64,7 @@ def test_a_top_k_cut_blocks_the_gate_when_enough_questions():
     assert top3[HIT_RATE].score == 1.0 and top1[HIT_RATE].score == pytest.approx(40 / 60)
     th = GateThresholds(default_allowed_drop=0.05, gated_metrics=[HIT_RATE])
     decision = gate_decision(compare_runs(top1, top3, thresholds=th), th)
-    assert not decision.promote and "system/hit_rate regressed" in decision.reasons[0]
+    assert not decision.promote and "system/hit_rate regressed" in reason_lines(decision)[0]
 
 
 def test_answer_support_and_reference_coverage():
@@ -138,6 +139,6 @@ def test_availability_gates_a_rise_in_unanswered_questions(n, failed, status):
     gate = GateThresholds(per_metric={"system/*": 0.0}, gated_metrics=[AVAILABILITY])
     comparison = compare_runs(_availability(n, failed), _availability(n, 0), thresholds=gate)
     decision = gate_decision(comparison, gate)
-    assert decision.status == status, decision.reasons
+    assert decision.status == status, reason_lines(decision)
     if status != "promote":
-        assert AVAILABILITY in decision.reasons[0]
+        assert AVAILABILITY in reason_lines(decision)[0]

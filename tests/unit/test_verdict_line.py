@@ -20,6 +20,7 @@ from ragwatch.decision.compare import (
 from ragwatch.decision.gate import GateDecision, GateStatus, gate_decision
 from ragwatch.decision.thresholds import GateThresholds
 from ragwatch.report.summary import gate_label, scale_text, summary_markdown, summary_text, verdict_line
+from ragwatch.report.verdicts import flag_lines, reason_lines
 from ragwatch.results import ItemScore, JudgeAgreement, MetricInfo, MetricResult
 
 VERDICTS: tuple[str, ...] = get_args(Verdict)
@@ -246,7 +247,8 @@ def test_a_label_decided_row_reads_the_same_in_the_table_the_line_and_the_gate()
     assert gate_decision(settled, TH, plans=plans) == decision  # settling twice changes nothing
     row = settled.row("faithfulness")
     assert (row.verdict, row.basis, row.gated) == ("regressed", "labelled", True)
-    assert decision.status == "regressed" and decision.reasons[0].startswith("faithfulness regressed on human labels")
+    assert decision.status == "regressed"
+    assert reason_lines(decision)[0].startswith("faithfulness regressed on human labels")
     assert row.labelled_diff is not None and row.labelled_high is not None and row.labelled_high < 0
     cls, line = verdict_line({"production": settled}, decision)
     assert line.startswith("Worse than production: faithfulness regressed.") and cls == "bad", line
@@ -284,7 +286,8 @@ def test_a_gated_metric_this_config_does_not_measure_is_warned_once_and_the_gate
                        old_label="production")
     decision = gate_decision(cmp, config.gate, unmeasured=why)
     assert decision.promote and decision.status == "promote" and sorted(decision.unmeasured) == sorted(why)
-    assert sum("'faithfulness'" in f for f in decision.flags) == 1 and not any("faith" in r for r in decision.reasons)
+    assert sum("'faithfulness'" in f for f in flag_lines(decision)) == 1
+    assert not any("faith" in r for r in reason_lines(decision))
     text = summary_text({"system/hit_rate": hit}, {"production": cmp}, decision, ["system/hit_rate"])
     assert text.splitlines()[0].startswith("Same as production") and text.splitlines()[0].endswith("Gate: PROMOTED.")
     assert text.count("evaluate.judges.enabled") == 1  # said once, in the warnings
