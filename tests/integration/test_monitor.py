@@ -45,7 +45,7 @@ def test_monitor_reads_each_format_and_calls_no_generator(kind, tmp_path, capsys
 def test_monitor_report_metadata_and_judged_feedback(tmp_path, capsys):
     from zenml.client import Client
 
-    verdict = json.dumps({"reasoning": "addresses it", "score": 4})
+    verdict = json.dumps({"verdict": "yes"})  # answer relevance: the readers' yes/no question
     judges = {"enabled": ["answer_relevance"],
               "llm": {"model": "openai/judge", "extra": {"mock_response": verdict}, "cache": False}}
     config = _config(tmp_path, "answers.jsonl", "auto", judges)
@@ -56,8 +56,9 @@ def test_monitor_report_metadata_and_judged_feedback(tmp_path, capsys):
     out = capsys.readouterr().out
     assert code == 0, out
     # the 5 answered traces of the two days, each judged once (the reference window is the previous one;
-    # t6's empty answer is not judged), and this run's own usage history says the same
-    assert "judge: 5 calls" in out and "TOTAL" in out and " 5/5 " in out
+    # t6's empty answer is not judged), plus the 40 anchor answers re-judged per window evaluated (the LLM
+    # cache is off), and this run's own usage history says the same
+    assert "judge: 5 calls" in out and "anchor: 80 calls" in out and "TOTAL" in out and " 85/85 " in out
     assert "thumbs up share" in out and "labels answer_relevance/pass" in out
     run_ = Client().list_pipeline_runs(pipeline="monitor", sort_by="desc:created")[0]
     metadata = run_.run_metadata

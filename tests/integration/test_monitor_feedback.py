@@ -34,7 +34,7 @@ def test_monitor_prints_feedback_per_window_with_changes_and_the_level(tmp_path,
     from zenml.client import Client
 
     _log(tmp_path / "answers.jsonl")
-    verdict = json.dumps({"reasoning": "addresses it", "score": 4})
+    verdict = json.dumps({"verdict": "yes"})  # answer relevance: the readers' yes/no question
     config = {"logs": {"path": str(tmp_path / "answers.jsonl")}, "window": {"length": "1d", "budget": 50},
               "reports_dir": str(tmp_path / "reports"),
               "judges": {"enabled": ["answer_relevance"],

@@ -24,7 +24,7 @@ LOGS = Path(__file__).resolve().parent.parent / "data" / "logs"
 
 
 def _judge(score: int) -> JudgesConfig:
-    verdict = json.dumps({"reasoning": "fine", "score": score})
+    verdict = json.dumps({"verdict": "yes" if score >= 3 else "no"})  # answer relevance asks yes/no
     return JudgesConfig(llm=LLMSettings(model="openai/judge", extra={"mock_response": verdict}, cache=False),
                         enabled=["answer_relevance"])
 
