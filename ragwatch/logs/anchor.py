@@ -257,3 +257,4 @@ class WindowJudges(BaseModel):
 
     identities: dict[str, JudgeIdentity] = Field(default_factory=dict)
     anchor: dict[str, AnchorRun] = Field(default_factory=dict)
+    unavailable: str | None = None  # why the anchor was not judged (e.g. its labels are not on this machine)

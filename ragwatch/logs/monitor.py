@@ -68,7 +68,10 @@ def window_judges(metrics: dict[str, MetricResult], config: MonitorConfig) -> Wi
         return WindowJudges()
     identities = {name: identity_of(config.judges, result) for name, result in metrics.items()
                   if result.info.is_judge and "/" not in name}
-    anchor = judge_anchor(config.judges, config.drift.anchor)
+    try:
+        anchor = judge_anchor(config.judges, config.drift.anchor)
+    except FileNotFoundError as exc:  # e.g. a remote orchestrator's image without data/: the window still counts
+        return WindowJudges(identities=identities, unavailable=str(exc))
     identities.update({name: run.identity for name, run in anchor.items()})
     return WindowJudges(identities=identities, anchor=anchor)
 
@@ -92,6 +95,7 @@ class JudgeComparison(BaseModel):
     old_window: str
     rows: list[JudgeDriftRow] = Field(default_factory=list)
     unanchored: dict[str, str] = Field(default_factory=dict)
+    unavailable: list[str] = Field(default_factory=list)  # "<window>: why its anchor was not judged"
 
     @property
     def drift(self) -> list[str]:
@@ -271,8 +275,9 @@ def _compare(current: WindowEvaluation, old: WindowEvaluation, config: MonitorCo
             row.verdict, row.direction, row.answers_to_decide = "undecided", "", None
             row.note = (f"the judge changed ({unanchored[base]}) and no anchor labels this metric: the raw means "
                         "of two judges do not measure the system (drift.anchor.path: labels of your own)")
+    missing = [f"{e.window.name}: {e.judges.unavailable}" for e in (current, old) if e.judges.unavailable]
     return comparison, JudgeComparison(label=label, new_window=name, old_window=old.window.name, rows=rows,
-                                       unanchored=unanchored)
+                                       unanchored=unanchored, unavailable=missing)
 
 
 def version_comparisons(current: WindowEvaluation, config: MonitorConfig) -> list[DriftComparison]:

@@ -69,10 +69,11 @@ def judge_drift_text(report: MonitorReport) -> str:
     drift on the corrected levels, apart."""
     lines: list[str] = []
     for judges, comparison in zip(report.judge_drift, report.comparisons, strict=False):
-        if not judges.rows and not judges.unanchored:
+        if not judges.rows and not judges.unanchored and not judges.unavailable:
             continue
         lines.append(f"judges {judges.label} ({judges.new_window} vs {judges.old_window}), on the labelled anchor:")
         lines += [f"  {row.text()}" for row in judges.rows]
+        lines += [f"  the anchor was not judged for {what}: judge drift not measured" for what in judges.unavailable]
         lines += [f"  judge drift: {metric} judge changed ({what}), and no anchor labels it: its rows read undecided"
                   for metric, what in judges.unanchored.items()]
         corrected = [r for r in comparison.rows if r.metric.endswith(f" {CORRECTED}")]

@@ -200,3 +200,25 @@ def test_the_estimate_counts_the_anchor_once_with_the_cache_and_per_window_witho
         estimate = estimate_monitor(config, select_windows(read_log(config.logs).records, config.window))
         assert [row.calls for row in estimate.rows] == [20, anchor_calls]  # two days of 10 answers, then the anchor
         assert any(note.startswith("anchor: 40 labelled answers re-judged") for note in estimate.notes)
+
+
+def test_a_window_whose_anchor_labels_are_missing_is_still_evaluated_and_says_so(tmp_path, monkeypatch):
+    import json
+
+    from ragwatch.logs import anchor
+
+    monkeypatch.setenv("RAGWATCH_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setitem(anchor.SHIPPED, "answer_relevance", ("answers", [tmp_path / "gone.jsonl"]))
+    write_log(tmp_path / "log.jsonl", {0: 0.7, 1: 0.7}, per_day=5)
+    config = MonitorConfig.model_validate({
+        "logs": {"path": str(tmp_path / "log.jsonl")},
+        "judges": {"enabled": ["answer_relevance"], "use_logprobs": False,
+                   "llm": {"model": "openai/judge", "extra": {"mock_response": json.dumps({"verdict": "yes"})},
+                           "cache": False}}})
+    log = read_log(config.logs)
+    windows = select_windows(log.records, config.window)
+    previous, current = evaluate_window(windows.previous, config), evaluate_window(windows.current, config)
+    assert current.metrics.metrics["answer_relevance"].n_scored == 5
+    assert "shipped anchor labels are missing" in (current.judges.unavailable or "")
+    text = monitor_report(log, windows, current, previous, previous, config).text()
+    assert "the anchor was not judged for 2026-11-19: the shipped anchor labels are missing" in text
