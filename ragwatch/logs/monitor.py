@@ -18,7 +18,7 @@ from pydantic import BaseModel, Field
 from ragwatch.artifacts import MetricGroup
 from ragwatch.judges import JudgesConfig
 from ragwatch.logs.anchor import WindowJudges, identity_of, judge_anchor
-from ragwatch.logs.drift import DriftComparison, compare_windows
+from ragwatch.logs.drift import DriftComparison, DriftRow, compare_windows
 from ragwatch.logs.evaluate import evaluate_logged, log_samples
 from ragwatch.logs.feedback import FeedbackChange, FeedbackSummary, attach_feedback, feedback_changes
 from ragwatch.logs.judge_drift import JudgeDriftRow, compare_corrected, judge_drift
@@ -155,12 +155,16 @@ class MonitorReport(BaseModel):
                 comparison.label, f"drift_{comparison.label.replace(' ', '_')}")
             out[key] = {r.metric: {k: v for k, v in {"diff": r.diff, "diff_low": r.diff_low, "diff_high": r.diff_high,
                                                      "verdict": r.verdict, "n_new": r.n_new, "n_old": r.n_old,
-                                                     "level": r.level, "method": "unpaired"}.items()
+                                                     "level": r.level, "method": _method(r)}.items()
                                          if v is not None}
                         for r in comparison.rows}
         out["feedback"] = feedback_metadata(self)
         out["judge_drift"] = judge_drift_metadata(self)
         return out
+
+
+def _method(row: DriftRow) -> str:
+    return "corrected level" if row.method.startswith("corrected") else "unpaired"
 
 
 def judge_drift_metadata(report: MonitorReport) -> dict[str, Any]:
