@@ -90,9 +90,10 @@ def draw_population(n: int, mu: float, judge: dict[str, float], rng: np.random.G
     return Population(true_p=true_p, judge_p=judge_p, labels=labels)
 
 
-def level_mu(level: float, judge: dict[str, float], rng: np.random.Generator) -> tuple[float, float]:
-    """The `mu` that puts the readers' mean item faithfulness at `level`, and that mean (200,000 answers)."""
-    m = np.minimum(1 + rng.poisson(1.5, 200_000), MAX_STATEMENTS)
+def level_mu(level: float, judge: dict[str, float], rng: np.random.Generator, answers: int = 200_000
+             ) -> tuple[float, float]:
+    """The `mu` that puts the readers' mean item faithfulness at `level`, and that mean (over `answers`)."""
+    m = np.minimum(1 + rng.poisson(1.5, answers), MAX_STATEMENTS)
     a = rng.normal(0, ANSWER_SD, m.size)
     z = rng.normal(size=(m.size, MAX_STATEMENTS))
     mask = np.arange(MAX_STATEMENTS)[None, :] < m[:, None]
@@ -149,11 +150,11 @@ class Cell:
     reps: int
 
 
-def simulate(judge_name: str, level: float, *, width: float, items: int, reps: int, pilot: int, seed: int
-             ) -> list[Cell]:
+def simulate(judge_name: str, level: float, *, width: float, items: int, reps: int, pilot: int, seed: int,
+             truth_answers: int = 200_000) -> list[Cell]:
     judge = JUDGES[judge_name]
     rng = np.random.default_rng(seed)
-    mu, truth = level_mu(level, judge, rng)
+    mu, truth = level_mu(level, judge, rng, truth_answers)
     out: dict[str, list[tuple[int, float, bool]]] = {"calibration": [], "pilot": []}
     skipped = {"calibration": 0, "pilot": 0}
     for rep in range(reps):

@@ -25,7 +25,7 @@ import label_plan_accuracy as bench
 
 def _population(judge: str = "medium", level: float = 0.8, n: int = 300, seed: int = 0):
     rng = np.random.default_rng(seed)
-    mu, _ = bench.level_mu(level, bench.JUDGES[judge], rng)
+    mu, _ = bench.level_mu(level, bench.JUDGES[judge], rng, 20_000)
     pop = bench.draw_population(n, mu, bench.JUDGES[judge], rng)
     return pop, bench.metric_result(pop)
 
@@ -48,10 +48,11 @@ def test_the_count_buys_the_width_for_a_calibrated_judge_and_not_for_an_overconf
     interval `review.labelled` computes within 20% of the wanted width, covering the readers' level.
     The same check fails for a judge overconfident against its calibration (planned before any label):
     the test can fail; a pilot of labels then corrects the count."""
-    good = {c.flow: c for c in bench.simulate("medium", 0.8, width=0.10, items=400, reps=30, pilot=30, seed=5)}
+    run = {"width": 0.10, "items": 400, "reps": 30, "pilot": 30, "truth_answers": 50_000}
+    good = {c.flow: c for c in bench.simulate("medium", 0.8, seed=5, **run)}
     assert abs(good["calibration"].ratio_mean - 1) <= bench.WITHIN
     assert good["calibration"].coverage >= 0.85
-    bad = {c.flow: c for c in bench.simulate("overconfident", 0.6, width=0.10, items=400, reps=30, pilot=30, seed=6)}
+    bad = {c.flow: c for c in bench.simulate("overconfident", 0.6, seed=6, **run)}
     assert bad["calibration"].ratio_mean > 1 + bench.WITHIN  # the shipped calibration's assumption fails here
     assert bad["pilot"].labels > 1.3 * bad["calibration"].labels  # measured on labels: more are asked
     assert bad["pilot"].ratio_mean < bad["calibration"].ratio_mean
