@@ -49,7 +49,7 @@ SELF_SELECTED = ("what users chose to rate, not a random sample of the answers: 
                  "the annoyed (or the pleased) click more, so the share is the raters' verdict, not the "
                  "answers' quality. The prediction-powered level treats the rated answers as a random sample of the "
                  "judged ones; when rating depends on the answer, no number of thumbs corrects that: labels "
-                 "of a random sample do (python run.py review). Shown beside the metrics, not instead of them")
+                 "of a random sample do (review serve). Shown beside the metrics, not instead of them")
 KINDS = (("thumbs", "thumbs up share"), ("rating", "rating (0..1 of its scale)"))
 MIN_LABELS = 2  # an interval needs a variance
 MAX_STRATA = 10  # judge scores with more distinct values are cut into quintiles for the label noise
