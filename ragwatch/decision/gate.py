@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, Field, model_validator
 
 from ragwatch.decision.compare import VERDICT_ORDER, Comparison, MetricComparison
-from ragwatch.decision.reasons import GateReason, LabelsCall
+from ragwatch.decision.reasons import GateReason, LabelsCall, ReasonKind
 from ragwatch.decision.thresholds import GateThresholds, matches, weak_judge_blocks
 
 if TYPE_CHECKING:
@@ -222,7 +222,7 @@ def settle(comparison: Comparison, thresholds: GateThresholds, plans: Mapping[st
     return comparison.model_copy(update={"rows": rows})
 
 
-def _figures(row: MetricComparison, kind: Any, **more: Any) -> GateReason:
+def _figures(row: MetricComparison, kind: ReasonKind, **more: Any) -> GateReason:
     """A finding about `row` with the figures that decided it (its decided interval, n, allowed drop)."""
     diff, low, high = row.decided_interval
     return GateReason(kind=kind, metric=row.metric, diff=diff, low=low, high=high, basis=row.basis,
@@ -289,7 +289,7 @@ def _labelled_paired(row: MetricComparison, plan: LabelsPlan, thresholds: GateTh
     row.basis, row.gated = "labelled", True
     row.labelled_diff, row.labelled_low, row.labelled_high = p.diff, p.low, p.high
 
-    def found(kind: Any) -> GateReason:
+    def found(kind: ReasonKind) -> GateReason:
         return GateReason(kind=kind, metric=row.metric, diff=p.diff, low=p.low, high=p.high, basis="labelled",
                           n=p.n_labels, allowed_drop=row.allowed_drop, higher_is_better=row.higher_is_better,
                           labels=_call(plan))

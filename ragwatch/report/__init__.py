@@ -1,5 +1,6 @@
-"""Presentation: what the terminal, Markdown and HTML say (`summary`), the HTML page of a run with its
-plots (`page`, `plots`), its Markdown summary (`markdown`), the comparison page (`comparison`).
+"""Presentation: the gate's findings in words (`verdicts`), what the terminal, Markdown and HTML say
+(`summary`), the HTML page of a run with its plots (`page`, `plots`), its Markdown summary (`markdown`),
+the comparison page (`comparison`).
 
 The package imports nothing itself, so the text-only `summary` never pulls in pandas or matplotlib.
 
