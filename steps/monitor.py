@@ -51,7 +51,10 @@ def evaluate_window_step(window: LogWindow, config: MonitorConfig, code_version:
     export_api_keys()
     evaluation = evaluate_window(window, config)
     log_metadata(metadata={"window": {"name": window.name, "answers": len(window.records),
-                                      "generator_calls": 0, **evaluation.metrics.scores()}})
+                                      "generator_calls": 0, **evaluation.metrics.scores()},
+                           # the judge that judged this window, so a later run can tell a judge's change
+                           "judges": {name: identity.model_dump() for name, identity
+                                      in evaluation.judges.identities.items()}})
     return evaluation
 
 
