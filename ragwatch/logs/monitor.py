@@ -129,7 +129,9 @@ class MonitorReport(BaseModel):
         if not self.comparisons:
             return "no earlier window to compare with"
         worse = self.worse
-        return f"DRIFT for the worse: {', '.join(worse)}" if worse else "no drift for the worse"
+        line = f"DRIFT for the worse: {', '.join(worse)}" if worse else "no drift for the worse"
+        judges = [f"{c.label}: {m}" for c in self.judge_drift for m in c.drift]
+        return line + (f"; judge drift (the judge, not the system): {', '.join(judges)}" if judges else "")
 
     def text(self) -> str:
         from ragwatch.logs.report import report_text

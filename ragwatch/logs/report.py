@@ -93,7 +93,7 @@ def report_text(report: MonitorReport) -> str:
              f"log {report.source}: " + ", ".join(f"{n} {o.replace('_', ' ')}" for o, n in counts.items())]
     lines += [f"  {b.where}: {b.outcome.replace('_', ' ')}: {b.reason}" for b in report.bad[:10]]
     if judges := judge_drift_text(report):
-        lines += [judges, ""]
+        lines += ["", judges]
     lines += ["", *report.windows.values(), "", "this window:"]
     for name, s in sorted(report.metrics.items()):
         interval = f"[{fmt_num(s.get('ci_low'))}, {fmt_num(s.get('ci_high'))}]"

@@ -158,6 +158,8 @@ def test_a_planted_judge_change_reads_judge_drift_and_no_system_drift(tmp_path):
     assert ("judge drift: answer_relevance judge changed (model openai/judge-a -> openai/judge-b): on 40 anchor "
             "answers kappa") in text
     assert "system drift on corrected levels: none (answer_relevance/pass corrected" in text
+    assert text.startswith("monitor: no drift for the worse; judge drift (the judge, not the system): "
+                           "vs previous window: answer_relevance")
     (comparison,) = report.comparisons
     verdicts = comparison.verdicts()
     assert "answer_relevance" not in verdicts  # the raw judge means of two judges are not compared
