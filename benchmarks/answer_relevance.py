@@ -132,14 +132,22 @@ def _kappa(y: np.ndarray, v: np.ndarray) -> float:
     return cohen_kappa(list(y), list(v)) if len(set(y)) > 1 or len(set(v)) > 1 else float("nan")
 
 
-def held_out_cutoffs(systems: np.ndarray, y: np.ndarray, s: np.ndarray) -> tuple[np.ndarray, dict[str, float]]:
+def best_cutoff(s: np.ndarray, y: np.ndarray, scale: tuple[float, float] | None) -> float:
+    """The cut-off of best balanced accuracy on the score's own scale (`best_threshold` works on 0-1)."""
+    lo, hi = scale or (float(min(s.min(), 0.0)), float(max(s.max(), 1.0)))
+    cut, _ = best_threshold(list((s - lo) / (hi - lo)), list(y))
+    return lo + cut * (hi - lo)
+
+
+def held_out_cutoffs(systems: np.ndarray, y: np.ndarray, s: np.ndarray,
+                     scale: tuple[float, float] | None = None) -> tuple[np.ndarray, dict[str, float]]:
     """Each item's verdict at the cut-off of best balanced accuracy on the other systems' items."""
     out, cuts = np.zeros(len(y), dtype=bool), {}
     for system in sorted(set(systems)):
         test, train = systems == system, systems != system
         if len(set(y[train])) < 2:
             raise ValueError(f"the systems other than {system} hold one class only: a cut-off needs both")
-        cut, _ = best_threshold(list(s[train]), list(y[train]))
+        cut = best_cutoff(s[train], y[train], scale)
         cuts[system] = cut
         out[test] = s[test] >= cut
     return out, cuts
@@ -155,7 +163,10 @@ def table(rows: Sequence[dict[str, Any]], run: Scored, resamples: int) -> list[s
     s = np.array([float(run.scores[k]) for k in keep])  # type: ignore[arg-type]
     grade = np.array([(rows[k]["grade_reader_1"] + rows[k]["grade_reader_2"]) / 2 for k in keep], dtype=float)
     systems = np.array([rows[k]["system"] for k in keep])
-    held, cuts = held_out_cutoffs(systems, y, s)
+    try:
+        held, cuts = held_out_cutoffs(systems, y, s, run.scale)
+    except ValueError as exc:  # a small sample: said, and the other columns still measured
+        held, cuts, why = None, {}, str(exc)
     at = s >= run.threshold if run.threshold is not None else None
     lines = ["| items | n (relevant) | ROC AUC [95%] | mean score: relevant / not | at the threshold: "
              "balanced accuracy [95%] | kappa [95%] | called relevant / readers' | cut-off held out by system: "
@@ -163,7 +174,7 @@ def table(rows: Sequence[dict[str, Any]], run: Scored, resamples: int) -> list[s
              "|---|---|---|---|---|---|---|---|---|---|---|"]
     for name in ["all", *sorted(set(systems))]:
         m = np.ones(len(y), dtype=bool) if name == "all" else systems == name
-        yy, ss, hh = y[m], s[m], held[m]
+        yy, ss = y[m], s[m]
         means = f"{ss[yy].mean():.2f} / {ss[~yy].mean():.2f}" if yy.any() and (~yy).any() else "-"
         if at is not None:
             aa = at[m]
@@ -171,12 +182,20 @@ def table(rows: Sequence[dict[str, Any]], run: Scored, resamples: int) -> list[s
                         f"{fmt(interval(_kappa, yy, aa, resamples=resamples))} | {aa.mean():.2f} / {yy.mean():.2f}")
         else:
             at_cells = "no threshold | | "
+        if held is not None:
+            hh = held[m]
+            held_cells = (f"{fmt(interval(_bal, yy, hh, resamples=resamples))} | "
+                          f"{fmt(interval(_kappa, yy, hh, resamples=resamples))} | {hh.mean():.2f}")
+        else:
+            held_cells = "- | - | -"
         lines.append(f"| {name} | {m.sum()} ({yy.sum()}) | {fmt(interval(auc, yy, ss, resamples=resamples))} | "
-                     f"{means} | {at_cells} | {fmt(interval(_bal, yy, hh, resamples=resamples))} | "
-                     f"{fmt(interval(_kappa, yy, hh, resamples=resamples))} | {hh.mean():.2f} | "
-                     f"{spearman(ss, grade[m]):.2f} |")
-    lines += ["", "Cut-offs chosen on the other systems: " + ", ".join(f"{k} {v:.3f}" for k, v in cuts.items()),
-              f"best balanced accuracy on all {len(y)}: {best_threshold(list(s), list(y))[0]:.4f}"]
+                     f"{means} | {at_cells} | {held_cells} | {spearman(ss, grade[m]):.2f} |")
+    scores = ", ".join(f"{v:g}: {n}" for v, n in zip(*np.unique(np.round(s, 2), return_counts=True), strict=True))
+    lines += ["", ("Cut-offs chosen on the other systems: " + ", ".join(f"{k} {v:.3f}" for k, v in cuts.items())
+                   if held is not None else f"No cut-off held out by system: {why}"),
+              f"best balanced accuracy on all {len(y)}: cut-off {best_cutoff(s, y, run.scale):.4f}",
+              f"item scores (rounded to 0.01: count): {scores}" if len(np.unique(np.round(s, 2))) <= 12 else
+              f"item scores: quartiles {', '.join(f'{q:.2f}' for q in np.quantile(s, [0.25, 0.5, 0.75]))}"]
     return lines
 
 

@@ -190,7 +190,22 @@ class RelevanceCalibration(BaseModel):
         return relevance_score(self.cutoff)
 
 
-ANSWER_RELEVANCE_CALIBRATIONS: tuple[RelevanceCalibration, ...] = ()
+ANSWER_RELEVANCE_CALIBRATIONS: tuple[RelevanceCalibration, ...] = (
+    # Measured 2026-11-27 on the first 20 agreed answers of each of three systems (60, 50 relevant) of
+    # data/judge_dev/answer_relevance (reference labels: two careful readings): the cut-off of best balanced
+    # accuracy on all 60, P(yes) 0.768 (score 4.07); agreement held out by system (the cut-off chosen on the
+    # other two systems, pooled; 95% bootstrap over answers). The judge barely ranks these answers (see
+    # benchmarks/results/answer_relevance.md): at P(yes) 0.5 it calls every answer relevant (kappa 0).
+    # `python benchmarks/answer_relevance.py --limit 20 --out benchmarks/results/answer_relevance.md`
+    RelevanceCalibration(
+        model="qwen2.5-coder-1.5b-instruct", prompt_version="answer-relevance-v2", cutoff=0.7680,
+        agreement=JudgeAgreement(kappa=0.11, kappa_ci=(-0.14, 0.38), balanced_accuracy=0.57,
+                                 balanced_accuracy_ci=(0.40, 0.75), n=60,
+                                 data="answers of three systems over the ZenML docs sample, each scored at a cut-off "
+                                      "chosen without its system",
+                                 labels="reference labels: two careful readings by a strong LLM annotator, not "
+                                        "human labels")),
+)
 
 
 def answer_relevance_calibration(model: str | None, prompt_version: str) -> RelevanceCalibration | None:

@@ -50,6 +50,8 @@ def test_cutoff_is_chosen_without_the_system_it_scores() -> None:
     # each from the other system only: A's classes split in the middle of (0.2, 0.8); B's at 0.525
     assert cuts == {"A": pytest.approx(0.525), "B": pytest.approx(0.5)}
     assert held.tolist() == [True, True, False, False, True, True, True, False]
+    on_scale = ar.held_out_cutoffs(systems, y, 1 + 4 * s, (1.0, 5.0))  # a 1-5 score: the same cut, on its scale
+    assert on_scale[1] == {"A": pytest.approx(1 + 4 * 0.525), "B": pytest.approx(3.0)}
     with pytest.raises(ValueError, match="one class only"):
         ar.held_out_cutoffs(systems, np.array([True] * 4 + [True, False] * 2), s)
 
