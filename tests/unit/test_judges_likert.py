@@ -333,3 +333,14 @@ def test_few_shot_output_is_validated():
 def test_misaligned_inputs_raise_a_clear_error():
     with pytest.raises(ValueError, match="one answer per sample"):
         CorrectnessJudge(MockLLM("{}")).evaluate([sample(1), sample(2)], [answer()])
+
+
+def test_answer_relevance_of_the_default_judge_carries_its_measured_agreement():
+    from ragwatch.judges.config import JudgesConfig, build_judges
+    from ragwatch.judges.relevance import ANSWER_RELEVANCE_CALIBRATIONS
+
+    (judge,) = build_judges(JudgesConfig.model_validate({"enabled": ["answer_relevance"]}), MockLLM("{}"))
+    info = judge.metrics["answer_relevance"]
+    shipped = ANSWER_RELEVANCE_CALIBRATIONS[0]
+    assert info.agreement == shipped.agreement and info.threshold == pytest.approx(shipped.threshold)
+    assert "Cohen's kappa" in info.agreement.describe()  # what the printout says beside the metric
