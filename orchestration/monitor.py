@@ -15,6 +15,7 @@ from ragwatch.log_settings import parse_duration
 from ragwatch.logs.estimate import estimate_monitor
 from ragwatch.logs.monitor import MonitorReport
 from ragwatch.logs.read import read_log
+from ragwatch.logs.report import report_html, report_text
 from ragwatch.logs.settings import MonitorConfig
 from ragwatch.logs.window import select_windows
 
@@ -45,7 +46,7 @@ def monitor_command(config_path: str | Path, *, at: str | None = None, window: s
 
     run = monitor.with_options(enable_cache=not no_cache)(config, at, window)
     report = _load_report(run.id)
-    lines = [f"pipeline monitor: run {run.name}", "", report.text()]
+    lines = [f"pipeline monitor: run {run.name}", "", report_text(report)]
     recorded = read_history(since=started, run_id=run_id)
     lines += ["", format_comparison(planned, recorded) if (planned.rows or recorded) else
               "estimate vs actual (usage history of this run): 0 calls planned, 0 made (generator: 0 calls)"]
@@ -54,7 +55,7 @@ def monitor_command(config_path: str | Path, *, at: str | None = None, window: s
     reports = Path(config.reports_dir) if config.reports_dir else REPORTS_DIR
     reports.mkdir(parents=True, exist_ok=True)
     path = (reports / f"{run.name}.html").absolute()
-    path.write_text(report.html(), encoding="utf-8")
+    path.write_text(report_html(report), encoding="utf-8")
     lines += ["", f"report: {path}", *run_location("monitor", run.name, run.id, [
         ("drift_report", REPORT_STEP, "the drift report")], ["monitor", "drift_vs_previous", "drift_vs_reference",
                                                              "feedback", "judge_drift"])]

@@ -13,9 +13,10 @@ from zenml.types import HTMLString
 
 from ragwatch.log_settings import LogSettings
 from ragwatch.logs.monitor import MonitorReport, WindowEvaluation, evaluate_window, monitor_report
-from ragwatch.logs.phoenix import annotate_window
+from ragwatch.logs.phoenix_annotate import annotate_window
 from ragwatch.logs.read import read_log
 from ragwatch.logs.records import LogReadResult
+from ragwatch.logs.report import report_html
 from ragwatch.logs.settings import MonitorConfig, WindowSettings
 from ragwatch.logs.window import LogWindow, select_windows
 from steps.monitor_materializers import LogWindowMaterializer, MonitorReportMaterializer
@@ -71,4 +72,4 @@ def compare_windows_step(log: LogReadResult, current_window: LogWindow, previous
     if config.logs.phoenix is not None:  # the verdicts back on the spans, where a Phoenix user looks
         report.annotations_written = annotate_window(config.logs.phoenix, report, current)
     log_metadata(metadata=report.metadata(), run_id_name_or_prefix=get_step_context().pipeline_run.id)
-    return report, HTMLString(report.html())
+    return report, HTMLString(report_html(report))

@@ -6,7 +6,7 @@ Example:
     >>> current = evaluate_window(windows.current, config)  # doctest: +SKIP
     >>> report = monitor_report(log, windows, current, evaluate_window(windows.previous, config),
     ...                         evaluate_window(windows.reference, config), config)  # doctest: +SKIP
-    >>> print(report.text())  # doctest: +SKIP
+    >>> print(report_text(report))  # doctest: +SKIP (ragwatch.logs.report)
 """
 
 from __future__ import annotations
@@ -132,16 +132,6 @@ class MonitorReport(BaseModel):
         line = f"DRIFT for the worse: {', '.join(worse)}" if worse else "no drift for the worse"
         judges = [f"{c.label}: {m}" for c in self.judge_drift for m in c.drift]
         return line + (f"; judge drift (the judge, not the system): {', '.join(judges)}" if judges else "")
-
-    def text(self) -> str:
-        from ragwatch.logs.report import report_text
-
-        return report_text(self)
-
-    def html(self) -> str:
-        from ragwatch.logs.report import report_html
-
-        return report_html(self)
 
     def metadata(self) -> dict[str, Any]:
         """Stable keys, the same in every run: `monitor` (window and counts), `drift_vs_previous`,

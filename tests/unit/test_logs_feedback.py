@@ -21,6 +21,7 @@ from ragwatch.logs.feedback import (
 )
 from ragwatch.logs.monitor import evaluate_window, monitor_report
 from ragwatch.logs.records import Feedback, LogContext, LogReadResult, LogRecord
+from ragwatch.logs.report import report_html, report_text
 from ragwatch.logs.settings import FeedbackSettings, MonitorConfig
 from ragwatch.logs.window import select_windows
 from ragwatch.results import ItemScore, MetricInfo, MetricResult
@@ -111,11 +112,11 @@ def test_monitor_report_prints_each_window_and_the_changes(tmp_path):
     assert list(report.feedback_windows) == ["current", "previous", "reference"]
     assert [(c.label, c.old_window) for c in report.feedback_changes] == [
         ("vs previous window", "2026-11-19"), ("vs reference window", "2026-11-18")]
-    text = report.text()
+    text = report_text(report)
     assert "current   2026-11-20: 0.333 [" in text and "n=6 of 8 answers" in text
     assert "change vs previous window (2026-11-19): -0.667 [" in text
     assert "previous  2026-11-19: 1.000 [" in text and "reference 2026-11-18: 0.833 [" in text
-    assert "what feedback measures" in text and "User feedback" in report.html()
+    assert "what feedback measures" in text and "User feedback" in report_html(report)
     shares = report.metadata()["feedback"]["shares"]["thumbs up share"]
     assert shares["n"] == 6 and shares["change_vs_previous"]["diff"] == pytest.approx(1 / 3 - 1)
     assert set(report.metadata()["feedback"]["windows"]) == {"2026-11-20", "2026-11-19", "2026-11-18"}

@@ -13,6 +13,7 @@ from ragwatch.logs.anchor import AnchorRun, JudgeIdentity, anchored_metrics, loa
 from ragwatch.logs.judge_drift import compare_runs, corrected_diff, rogan_gladen
 from ragwatch.logs.monitor import evaluate_window, monitor_report
 from ragwatch.logs.read import read_log
+from ragwatch.logs.report import report_text
 from ragwatch.logs.settings import AnchorSettings, MonitorConfig
 from ragwatch.logs.window import select_windows
 from tests.fake_llm_server import FakeLLMServer
@@ -135,7 +136,7 @@ def test_a_lenient_judge_is_corrected_back_to_the_systems_level(tmp_path):
     corrected = next(r for r in report.comparisons[0].rows if r.metric == "answer_relevance/pass corrected")
     assert corrected.verdict != "drift" and abs(corrected.new_score - 0.7) < 0.1
     assert abs(corrected.old_score - 0.7) < 0.1 and corrected.diff_low < 0.0 < corrected.diff_high
-    assert "a larger drift.anchor.size narrows it" in report.text()
+    assert "a larger drift.anchor.size narrows it" in report_text(report)
 
 
 def test_a_planted_judge_change_reads_judge_drift_and_no_system_drift(tmp_path):
@@ -154,7 +155,7 @@ def test_a_planted_judge_change_reads_judge_drift_and_no_system_drift(tmp_path):
     (row,) = judges.rows
     assert row.drift and row.changes == ["model openai/judge-a -> openai/judge-b"] and row.n == 40
     assert row.kappa_old > 0.6 and row.kappa_new == 0.0 and row.level_new == 1.0 and row.diff_low > 0
-    text = report.text()
+    text = report_text(report)
     assert ("judge drift: answer_relevance judge changed (model openai/judge-a -> openai/judge-b): on 40 anchor "
             "answers kappa") in text
     assert "system drift on corrected levels: none (answer_relevance/pass corrected" in text
@@ -184,7 +185,7 @@ def test_a_planted_system_change_reads_system_drift_with_the_judge_unchanged(tmp
     verdicts = report.comparisons[0].verdicts()
     assert verdicts["answer_relevance"] == "drift" and verdicts["answer/context_support"] == "drift"
     assert "answer_relevance" in " ".join(report.worse)
-    text = report.text()
+    text = report_text(report)
     assert "judge: answer_relevance judge unchanged: on 40 anchor answers" in text
     assert "system drift on corrected levels" not in text  # an unchanged judge's raw means compare the windows
 
@@ -222,5 +223,5 @@ def test_a_window_whose_anchor_labels_are_missing_is_still_evaluated_and_says_so
     previous, current = evaluate_window(windows.previous, config), evaluate_window(windows.current, config)
     assert current.metrics.metrics["answer_relevance"].n_scored == 5
     assert "shipped anchor labels are missing" in (current.judges.unavailable or "")
-    text = monitor_report(log, windows, current, previous, previous, config).text()
+    text = report_text(monitor_report(log, windows, current, previous, previous, config))
     assert "the anchor was not judged for 2026-11-19: the shipped anchor labels are missing" in text

@@ -13,7 +13,7 @@ import pytest
 
 from ragwatch.log_settings import LogSettings, PhoenixSource
 from ragwatch.logs.monitor import evaluate_window, monitor_report
-from ragwatch.logs.phoenix import annotate_window
+from ragwatch.logs.phoenix_annotate import annotate_window
 from ragwatch.logs.read import read_log
 from ragwatch.logs.settings import MonitorConfig
 from ragwatch.logs.window import select_windows
