@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Literal, Self
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from ragwatch.judges.base import (
     DATA_RULE,
@@ -220,6 +220,22 @@ def answer_relevance_calibration(model: str | None, prompt_version: str) -> Rele
                 None)
 
 
+class AnswerRelevanceOptions(LikertOptions):
+    """The YAML block of answer relevance: its cut-off is measured per judge model and prompt."""
+
+    threshold: float | Literal["calibrated"] | None = "calibrated"  # type: ignore[assignment]
+    """Scores at or above it pass (calibrated: as measured for the judge model, else 3.0; null: none)."""
+    prompt_family: PromptFamily = "json"
+    """Prompt style: json (yes/no, scored by P(yes)) or prometheus (feedback + a 1-5 grade)."""
+
+    @field_validator("threshold")
+    @classmethod
+    def _on_the_scale(cls, value: float | str | None) -> float | str | None:
+        if isinstance(value, int | float) and not 1 <= value <= 5:
+            raise ValueError(f"threshold is on the 1-5 scale (got {value}); or 'calibrated', or null for none")
+        return value
+
+
 class AnswerRelevanceJudge(DeclaredLikertJudge):
     """Does the answer address the question: P(relevant) on the 1-5 scale (json family), or a 1-5 grade
     (Prometheus family). `threshold="calibrated"`: the cut-off measured for this judge model and prompt
@@ -257,7 +273,7 @@ class AnswerRelevanceJudge(DeclaredLikertJudge):
 
     @classmethod
     def from_options(cls, options: LikertOptions, deps: JudgeDeps) -> Self:
-        """The judge as its YAML block configures it; no `threshold` key: the calibrated cut-off."""
+        """The judge as its YAML block configures it (a `LikertOptions` without `threshold`: calibrated)."""
         threshold = options.threshold if "threshold" in options.model_fields_set else "calibrated"
         return cls(deps.llm, model=deps.model, threshold=threshold, prompt_family=options.prompt_family,
                    few_shot=options.few_shot, use_logprobs=deps.use_logprobs)
@@ -302,6 +318,6 @@ class AnswerRelevanceJudge(DeclaredLikertJudge):
         return Score(score=score, details=details)
 
 
-@register_judge("answer_relevance", options=LikertOptions)  # opt-in
-def build_answer_relevance(options: LikertOptions, deps: JudgeDeps) -> AnswerRelevanceJudge:
+@register_judge("answer_relevance", options=AnswerRelevanceOptions)  # opt-in
+def build_answer_relevance(options: AnswerRelevanceOptions, deps: JudgeDeps) -> AnswerRelevanceJudge:
     return AnswerRelevanceJudge.from_options(options, deps)

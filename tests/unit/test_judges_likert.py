@@ -155,7 +155,11 @@ def test_answer_relevance_options_threshold_and_few_shot(fake_server):
     from ragwatch.judges.likert import LikertOptions
     from ragwatch.judges.registry import JudgeDeps
 
+    from ragwatch.judges.relevance import AnswerRelevanceOptions
+
     deps = JudgeDeps(llm=MockLLM(json.dumps({"verdict": "yes"})), model="m")
+    assert AnswerRelevanceOptions().threshold == "calibrated"
+    assert AnswerRelevanceJudge.from_options(AnswerRelevanceOptions(), deps).threshold == 3.0  # uncalibrated model
     assert AnswerRelevanceJudge.from_options(LikertOptions(), deps).threshold == 3.0  # no key: calibrated or 0.5
     assert AnswerRelevanceJudge.from_options(LikertOptions(threshold=4.5), deps).threshold == 4.5
     assert AnswerRelevanceJudge.from_options(LikertOptions(threshold=None), deps).threshold is None
