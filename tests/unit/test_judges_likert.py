@@ -154,7 +154,6 @@ def test_answer_relevance_carries_its_calibration_and_agreement(fake_server, mon
 def test_answer_relevance_options_threshold_and_few_shot(fake_server):
     from ragwatch.judges.likert import LikertOptions
     from ragwatch.judges.registry import JudgeDeps
-
     from ragwatch.judges.relevance import AnswerRelevanceOptions
 
     deps = JudgeDeps(llm=MockLLM(json.dumps({"verdict": "yes"})), model="m")
