@@ -177,7 +177,22 @@ class DashboardBrowser:
             raise DashboardError(f"run {run_id}: no step node of the graph showed up ({error})") from None
         if state.get("error"):
             raise DashboardError(f"run {run_id}: the dashboard says {DAG_ERROR!r}")
-        return list(state["steps"])
+        # A graph larger than the page draws only the nodes in view (and draws in passes): zoom out
+        # over it until no new step shows up, then wait until the steps shown stay the same.
+        steps = set(state["steps"])
+        graph = self.page.locator(".react-flow__pane").first.bounding_box()
+        if graph:
+            self.page.mouse.move(graph["x"] + graph["width"] / 2, graph["y"] + graph["height"] / 2)
+        unchanged = 0
+        deadline = time.monotonic() + self.timeout_ms / 1000
+        while unchanged < 3 and time.monotonic() < deadline:
+            if graph:
+                self.page.mouse.wheel(0, 400)
+            time.sleep(0.4)
+            now = set((self.page.evaluate(GRAPH_STATE, DAG_ERROR) or {}).get("steps") or ())
+            unchanged = unchanged + 1 if now <= steps else 0
+            steps |= now
+        return sorted(steps)
 
     def visualization_text(self, node_id: str, expect: str) -> str:
         """Click an artifact node of the open run's graph, open its Visualization and return the
