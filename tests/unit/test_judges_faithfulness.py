@@ -507,7 +507,7 @@ def test_the_judge_is_asked_only_where_its_reply_can_change_a_verdict(fake_serve
                 "The StepCache keeps outputs of steps that did not change."]
     copied, unrelated, borderline = ("Retries default to 3 attempts in ZenML steps.",
                                      "Bananas grow on tall plants in warm places.",
-                                     "The StepCache keeps outputs of steps for a week.")  # lexical 1.0, 0.0, 0.625
+                                     "The StepCache keeps outputs of steps for a long time.")  # lexical 1.0, 0.0, 0.556
     verifier = EvidenceVerifier(support_model=model, use_logprobs=False, cascade=True)
     (outcome, gens) = drive(gather({"a": verifier.plan(contexts, [copied, unrelated, borderline])}), server.client())
     verdicts, calls = outcome["a"]
