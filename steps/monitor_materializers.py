@@ -13,6 +13,7 @@ from zenml.io import fileio
 from zenml.materializers.pydantic_materializer import PydanticMaterializer
 
 from ragwatch.logs.monitor import MonitorReport
+from ragwatch.logs.report import report_html
 from ragwatch.logs.window import LogWindow
 
 
@@ -34,5 +35,5 @@ class MonitorReportMaterializer(PydanticMaterializer):
     def save_visualizations(self, data: MonitorReport) -> dict[str, VisualizationType]:
         path = os.path.join(self.uri, "monitor.html")
         with fileio.open(path, "w") as f:
-            f.write(data.html())
+            f.write(report_html(data))
         return {path: VisualizationType.HTML}
