@@ -103,7 +103,7 @@ def _sample_config(tmp_path: Path, kind: str, rag: dict) -> Path:
     config["logs"].update(path=str(SAMPLE / name), format=fmt)
     config["reports_dir"] = str(tmp_path / "reports")
     config["evaluate"]["system"]["rag"] = rag
-    verdict = '{"reasoning": "it addresses the question", "score": 4}'
+    verdict = '{"verdict": "yes"}'  # answer relevance: the readers' yes/no question
     config["evaluate"]["judges"] = {"enabled": ["answer_relevance"],
                                     "llm": {"model": "openai/judge", "extra": {"mock_response": verdict},
                                             "cache": False}}
