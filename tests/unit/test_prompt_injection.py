@@ -212,6 +212,11 @@ def test_injection_inflation_by_defence(defence, monkeypatch, capsys):
             # fence-breaking payload, cut into sentences, is not among them
             assert figures[(j, "contexts", escaped)] == 0.0, figures
             continue
+        if j == "faithfulness":
+            # it obeys, but on some items its model-free rules (the absent-term veto, lexical support
+            # at the cut-off) overrule the yes: the injection lifts only part of them
+            assert 0.0 < figures[(j, "contexts", escaped)] < 1.0, figures
+            continue
         assert figures[(j, "contexts", escaped)] >= 0.5, (j, figures)
     if defence == "no_neutralize":  # fences alone still stop the plain request
         targets = ("answer", "contexts")
