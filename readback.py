@@ -253,3 +253,25 @@ def latest_eval_set_of_model(model_name: str) -> Any | None:
 def _recent_eval_sets(size: int = 50) -> list[Any]:
     return Client().list_artifact_versions(name=EVAL_SET_ARTIFACT, sort_by="desc:created", size=size,
                                            hydrate=True).items
+
+
+INDEX_ARTIFACT = "rag_index"
+INDEX_TAG_PREFIX = "index-of:"
+
+
+def index_tag(key: str) -> str:
+    """The ZenML tag of the `rag_index` versions built for `ragwatch.config.index_key` `key`."""
+    return f"{INDEX_TAG_PREFIX}{key}"
+
+
+def latest_index(key: str | None = None) -> Any:
+    """The newest `rag_index` version built for `key` (a config's corpus, chunking and embedding); when none
+    is tagged with it (a store from before indexes were tagged, or a corpus not ingested yet), the newest
+    of all. Raises KeyError when the store has no index."""
+    client = Client()
+    if key is not None:
+        tagged = client.list_artifact_versions(name=INDEX_ARTIFACT, tags=[f"equals:{index_tag(key)}"],
+                                               sort_by="desc:created", size=1, hydrate=True).items
+        if tagged:
+            return tagged[0]
+    return client.get_artifact_version(INDEX_ARTIFACT)

@@ -19,7 +19,7 @@ from zenml import Model
 from orchestration.dashboard import run_location
 from ragwatch.artifacts import MetricGroup
 from ragwatch.checks.e2e import E2ETables, load_e2e_tables
-from ragwatch.config import FullConfig, corpus_fingerprint, evalset_fingerprint, system_fingerprint
+from ragwatch.config import FullConfig, corpus_fingerprint, evalset_fingerprint, index_key, system_fingerprint
 from ragwatch.decision.gate import GateDecision
 from ragwatch.estimate import LatestInputs
 from ragwatch.evalset.job import evalset_job
@@ -150,10 +150,10 @@ def latest_inputs(config: FullConfig | None = None) -> LatestInputs | None:
     store has no index (or cannot be read)."""
     from zenml.client import Client
 
-    from readback import latest_eval_set
+    from readback import latest_eval_set, latest_index
 
     try:
-        index = Client().get_artifact_version("rag_index").load()
+        index = latest_index(index_key(config.ingest) if config is not None else None).load()
     except Exception:  # no index yet, or one this version cannot load: the estimate uses stand-ins
         return None
     try:

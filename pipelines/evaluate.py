@@ -6,7 +6,7 @@ from zenml import pipeline
 
 from ragwatch.checks.e2e import E2ETables
 from ragwatch.code_version import code_version
-from ragwatch.config import FullConfig, evalset_fingerprint
+from ragwatch.config import FullConfig, evalset_fingerprint, index_key
 from ragwatch.evalset.job import evalset_job
 from ragwatch.evaluation import generator_settings
 from steps.evalset import retrieval_only_set
@@ -45,7 +45,7 @@ def evaluate(config: FullConfig, e2e_tables: E2ETables, system_fingerprint: str,
         answers = asked = answer_without_index.with_options(**live)(eval_set, evaluation.system)
     else:
         if index is None:
-            index = load_index(latest_index_version())
+            index = load_index(latest_index_version(index_key(config.ingest)))
         if config.retrieval_only:  # no LLM at all: nothing is answered or judged
             eval_set = retrieval_only_set(eval_set, "all")
         elif evaluation.without_reference == "retrieval_only":  # questions without a reference: not asked

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from zenml import pipeline
 
-from ragwatch.config import FullConfig
+from ragwatch.config import FullConfig, index_key
 from ragwatch.evalset.job import evalset_job
 from steps.evalset import assemble_eval_set, claim_eval_set, generate_synthetic_set, import_labelled_sets
 from steps.inputs import latest_index_version, load_index
@@ -23,7 +23,7 @@ def testset(config: FullConfig, fingerprint: dict[str, str], index=None):
         eval_set = logged_eval_set_step(config.logs, fingerprint)
     else:
         if index is None:
-            index = load_index(latest_index_version())
+            index = load_index(latest_index_version(index_key(config.ingest)))
         synthetic = generate_synthetic_set(index, config.testset, config.ingest.embedding)
         imported = import_labelled_sets(config.testset, fingerprint)
         eval_set = assemble_eval_set(synthetic, imported, index, fingerprint)

@@ -211,6 +211,17 @@ def corpus_fingerprint(corpus: CorpusSettings) -> str:
     return digest.hexdigest()
 
 
+def index_key(ingest: IngestConfig, corpus: str | None = None) -> str:
+    """Which index a config reads: its corpus (`corpus_fingerprint`, computed when not given), chunking,
+    embedding model and BM25 settings, as 12 hex digits. The ingest pipeline tags the `rag_index` it makes
+    with it, so that several jobs over different corpora on one store each find their own index."""
+    blob = json.dumps({"corpus": corpus if corpus is not None else corpus_fingerprint(ingest.corpus),
+                       "chunking": ingest.chunking.model_dump(mode="json"),
+                       "embedding": ingest.embedding.model_dump(mode="json", include={"model", "api_base"}),
+                       "bm25": ingest.bm25.model_dump(mode="json")}, sort_keys=True)
+    return hashlib.sha256(blob.encode()).hexdigest()[:12]
+
+
 # What makes a generated set differ; retries, concurrency, caching and budgets do not.
 _GENERATION_KEYS = {"model", "api_base", "temperature", "max_tokens", "seed", "extra"}
 

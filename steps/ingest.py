@@ -6,7 +6,7 @@ import logging
 import time
 from typing import Annotated
 
-from zenml import log_metadata, step
+from zenml import add_tags, get_step_context, log_metadata, step
 
 from ragwatch.artifacts import ChunkSet, DocumentSet
 from ragwatch.config import CorpusSettings, IngestConfig
@@ -14,6 +14,7 @@ from ragwatch.corpus.chunking import chunk_documents, chunk_spread
 from ragwatch.corpus.documents import LoadResult, load_documents
 from ragwatch.indexing.embeddings import EmbeddingSettings, get_embedder
 from ragwatch.indexing.index import BM25Settings, Index
+from readback import index_tag
 from steps.materializers import IndexMaterializer
 from steps.secrets import export_api_keys
 
@@ -125,3 +126,12 @@ def latest_index(embedding_identity: str, look_back: int = 20) -> Index | None:
         if isinstance(loaded, Index) and loaded.embedding_identity == embedding_identity:
             return loaded
     return None
+
+
+@step(enable_cache=False)
+def claim_index(index: Index, key: str) -> None:
+    """Tag the `rag_index` version this run made or reused with its `ragwatch.config.index_key`, so that
+    `testset` and `evaluate` of a config over the same corpus find it among the indexes of every job on
+    the store. Never cached: a cached build is claimed too. (`index` is read only as the version it is.)"""
+    version = get_step_context().inputs["index"][0]
+    add_tags(tags=[index_tag(key)], artifact_version_id=version.id)

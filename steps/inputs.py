@@ -24,10 +24,8 @@ from zenml.client import Client
 
 from ragwatch.artifacts import EvalSet
 from ragwatch.indexing.index import Index
-from readback import EVAL_SET_ARTIFACT, latest_eval_set
+from readback import EVAL_SET_ARTIFACT, INDEX_ARTIFACT, latest_eval_set, latest_index
 from steps.materializers import IndexMaterializer
-
-INDEX_ARTIFACT = "rag_index"
 
 
 def _describe(name: str, version: Any = None) -> tuple[str, dict[str, Any]]:
@@ -49,10 +47,11 @@ def _record(name: str, about: dict[str, Any]) -> None:
 
 
 @step(enable_cache=False)
-def latest_index_version() -> Annotated[str, "rag_index_version"]:
-    """The id of the latest `rag_index` version (the ingest pipeline's output)."""
-    version_id, about = _describe(INDEX_ARTIFACT)
-    _record(INDEX_ARTIFACT, about)
+def latest_index_version(key: str | None = None) -> Annotated[str, "rag_index_version"]:
+    """The id of the latest `rag_index` version built for `key` (`ragwatch.config.index_key`: this config's
+    corpus, chunking and embedding), whatever other jobs ingested since on the same store."""
+    version_id, about = _describe(INDEX_ARTIFACT, latest_index(key))
+    _record(INDEX_ARTIFACT, {**about, "index_key": key} if key else about)
     return version_id
 
 

@@ -55,7 +55,8 @@ thead th{background:#f3f5f7}td.num{text-align:right;font-variant-numeric:tabular
 .verdict-line.hold{background:#fff8e1;border-left:6px solid #f9a825}
 .verdict-line.none{background:#eceff1;border-left:6px solid #78909c}
 table.headline{font-size:.92rem}table.headline td.num{white-space:nowrap}
-table.headline span.hint{display:block;white-space:normal}table.headline .verdict{white-space:normal;display:inline-block}
+table.headline span.hint{display:block;white-space:normal}
+table.headline .verdict{white-space:normal;display:inline-block}
 .warnbox{background:#fff3e0;border-left:5px solid #ef6c00;padding:.4rem 1rem;margin:.6rem 0;font-size:.85rem}
 .warnbox ul{margin:.2rem 0}
 img.plot{max-width:100%;height:auto;display:block;margin:.5rem 0}
