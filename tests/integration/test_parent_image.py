@@ -133,5 +133,5 @@ def test_ingest_runs_with_every_step_in_a_container(parent_image: str, tiny_corp
     assert read.returncode == 0, read.stderr[-4000:]
     found = json.loads(read.stdout.strip().splitlines()[-1])
     assert found["orchestrator"] == ["local_docker"] and found["status"] == "completed", found
-    assert found["steps"] == ["build_index", "chunk_corpus", "load_corpus"]
+    assert found["steps"] == ["build_index", "chunk_corpus", "claim_index", "load_corpus"]
     assert found["images"], "the run has no image build: its steps did not run in containers"
