@@ -112,13 +112,15 @@ def compare_runs(new: AnchorRun, old: AnchorRun, confidence: float = 0.95) -> Ju
     return row
 
 
-def rogan_gladen(q: np.ndarray | float, t: np.ndarray | float, f: np.ndarray | float) -> np.ndarray:
-    """The corrected level `(q - f) / (t - f)` clipped to 0..1; NaN where the judge tells nothing apart."""
+def rogan_gladen(q: np.ndarray | float, t: np.ndarray | float, f: np.ndarray | float
+                 ) -> tuple[np.ndarray, np.ndarray]:
+    """The corrected level `(q - f) / (t - f)` clipped to 0..1, and where it is defined: a judge whose
+    true-positive rate `t` is not above its false-positive rate `f` tells nothing apart (level 0 there,
+    `defined` False: never a number read as a level)."""
     q, t, f = np.asarray(q, dtype=float), np.asarray(t, dtype=float), np.asarray(f, dtype=float)
-    j = t - f
-    with np.errstate(divide="ignore", invalid="ignore"):
-        p = np.clip((q - f) / j, 0.0, 1.0)
-    return np.where(j > 0, p, np.nan)
+    defined = (t - f) > 0
+    level = np.clip((q - f) / np.where(defined, t - f, 1.0), 0.0, 1.0)
+    return np.where(defined, level, 0.0), defined
 
 
 @dataclass
@@ -127,7 +129,8 @@ class CorrectedDiff:
 
     level_new: float | None
     level_old: float | None
-    draws: np.ndarray  # resampled differences, NaN where a judge told nothing apart
+    draws: np.ndarray  # resampled differences where both judges told the labels apart
+    undefined: int = 0  # resamples where a judge told nothing apart
 
     @property
     def diff(self) -> float | None:
@@ -138,10 +141,9 @@ class CorrectedDiff:
     def interval(self, confidence: float) -> tuple[float, float, float]:
         """(diff, low, high): percentiles of the draws, the undefined ones counted at both ends (-1 and +1)."""
         alpha = 1 - confidence
-        defined = np.sort(self.draws[~np.isnan(self.draws)])
-        undefined = self.draws.size - defined.size
-        low_side = np.concatenate([np.full(undefined, -1.0), defined])
-        high_side = np.concatenate([defined, np.full(undefined, 1.0)])
+        defined = np.sort(self.draws)
+        low_side = np.concatenate([np.full(self.undefined, -1.0), defined])
+        high_side = np.concatenate([defined, np.full(self.undefined, 1.0)])
         diff = self.diff if self.diff is not None else 0.0
         low = float(np.quantile(low_side, alpha / 2)) if low_side.size else -1.0
         high = float(np.quantile(high_side, 1 - alpha / 2)) if high_side.size else 1.0
@@ -155,11 +157,11 @@ def corrected_diff(window_new: np.ndarray, window_old: np.ndarray, labels: np.nd
     pos, neg = labels == 1, labels == 0
 
     def level(window: np.ndarray, anchor: np.ndarray) -> float | None:
-        p = rogan_gladen(window.mean(), anchor[pos].mean(), anchor[neg].mean())
-        return None if np.isnan(p) else float(p)
+        p, defined = rogan_gladen(window.mean(), anchor[pos].mean(), anchor[neg].mean())
+        return float(p) if defined else None
 
     rng = np.random.default_rng(seed)
-    draws = np.empty(0)
+    draws, undefined = np.empty(0), 0
     if window_new.size and window_old.size and pos.any() and neg.any():
         def means(values: np.ndarray) -> np.ndarray:
             return values[rng.integers(0, values.size, (resamples, values.size))].mean(axis=1)
@@ -169,9 +171,12 @@ def corrected_diff(window_new: np.ndarray, window_old: np.ndarray, labels: np.nd
         ineg = rng.integers(0, int(neg.sum()), (resamples, int(neg.sum())))
         t_new, t_old = anchor_new[pos][ip].mean(axis=1), anchor_old[pos][ip].mean(axis=1)
         f_new, f_old = anchor_new[neg][ineg].mean(axis=1), anchor_old[neg][ineg].mean(axis=1)
-        draws = rogan_gladen(q_new, t_new, f_new) - rogan_gladen(q_old, t_old, f_old)
+        (p_new, ok_new), (p_old, ok_old) = rogan_gladen(q_new, t_new, f_new), rogan_gladen(q_old, t_old, f_old)
+        both = ok_new & ok_old
+        draws, undefined = (p_new - p_old)[both], int((~both).sum())
     return CorrectedDiff(level_new=level(window_new, anchor_new) if pos.any() and neg.any() else None,
-                         level_old=level(window_old, anchor_old) if pos.any() and neg.any() else None, draws=draws)
+                         level_old=level(window_old, anchor_old) if pos.any() and neg.any() else None,
+                         draws=draws, undefined=undefined)
 
 
 def _window_values(result: MetricResult) -> np.ndarray:
