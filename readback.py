@@ -275,3 +275,14 @@ def latest_index(key: str | None = None) -> Any:
         if tagged:
             return tagged[0]
     return client.get_artifact_version(INDEX_ARTIFACT)
+
+
+def run_named(run: str) -> Any:
+    """The pipeline run named `run` (name, id or prefix); ValueError, saying what to pass, when none or
+    several match."""
+    try:
+        return Client().get_pipeline_run(run)
+    except KeyError as exc:  # unknown, or a prefix of several runs: bad input, not a crash
+        detail = str(exc.args[0]) if exc.args else ""
+        raise ValueError(f"no single pipeline run matches {run!r}: pass a run name or id (`zenml pipeline "
+                         f"runs list` shows them){'; ' + detail if 'found' in detail else ''}") from None

@@ -13,11 +13,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from zenml.client import Client
 from zenml.enums import ExecutionStatus
 
 from ragwatch.export import RunExport, export_run, trace_links
-from readback import TRACK_STEP, evaluation_runs, run_metrics, run_system
+from readback import TRACK_STEP, evaluation_runs, run_metrics, run_named, run_system
 
 COMPARISONS_OUTPUT, EVAL_SET_INPUT = "comparisons", "eval_set"
 
@@ -33,12 +32,7 @@ def _track_step(run: Any) -> Any:
 def find_export_run(run: str | None) -> Any:
     """The named run (name, id or prefix), or the newest completed evaluation run with results."""
     if run:
-        try:
-            return Client().get_pipeline_run(run)
-        except KeyError as exc:  # unknown, or a prefix of several runs: bad input, not a crash
-            detail = str(exc.args[0]) if exc.args else ""
-            raise ValueError(f"no single pipeline run matches {run!r}: pass a run name or id (`zenml pipeline "
-                             f"runs list` shows them){'; ' + detail if 'found' in detail else ''}") from None
+        return run_named(run)
     for candidate in evaluation_runs():
         if candidate.status == ExecutionStatus.COMPLETED and run_metrics(candidate) is not None:
             return candidate

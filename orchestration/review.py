@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import Any
 
 from zenml import Model, link_artifact_to_model, log_metadata, save_artifact
-from zenml.client import Client
 from zenml.enums import ExecutionStatus
 
 from ragwatch.llm.history import read_history
@@ -36,7 +35,14 @@ from ragwatch.review import (
 from ragwatch.review.plan import DEFAULT_SECONDS_PER_LABEL, Bought, bought, plan_width
 from ragwatch.review.plan_cost import judge_unit_cost
 from ragwatch.review.plan_format import format_bought, format_plan
-from readback import LABELS_ARTIFACT, evaluation_runs, latest_human_labels, run_evaluated, run_is_quick
+from readback import (
+    LABELS_ARTIFACT,
+    evaluation_runs,
+    latest_human_labels,
+    run_evaluated,
+    run_is_quick,
+    run_named,
+)
 
 REVIEWS_DIR = Path("reviews")
 JUDGE_STEP, JUDGE_OUTPUT = "judge_answers_step", "judge_metrics"
@@ -47,12 +53,7 @@ PLANS_KEY = "label_plans"  # run metadata: metric -> what `review plan` promised
 def find_run(run: str | None) -> Any:
     """The named run (name, id or prefix), or the newest evaluated run (`newest_reviewable_run`)."""
     if run:
-        try:
-            return Client().get_pipeline_run(run)
-        except KeyError as exc:  # unknown, or a prefix of several runs: bad input, not a crash
-            detail = str(exc.args[0]) if exc.args else ""
-            raise ValueError(f"no single pipeline run matches {run!r}: pass a run name or id (`zenml pipeline "
-                             f"runs list` shows them){'; ' + detail if 'found' in detail else ''}") from None
+        return run_named(run)
     return newest_reviewable_run()[0]
 
 
