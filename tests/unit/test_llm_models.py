@@ -87,12 +87,9 @@ def test_registry_pins_versions_and_hashes():
     assert models.MODELS["qwen2.5-0.5b-instruct"].size == 491_400_064
 
 
-def test_support_threshold_is_read_from_the_registry(monkeypatch):
-    spec = models.MODELS["qwen2.5-0.5b-instruct"]
-    monkeypatch.setitem(models.MODELS, spec.name, spec.__class__(**{**spec.__dict__, "support_threshold": 0.27}))
-    assert models.support_threshold_for("local/qwen2.5-0.5b-instruct") == 0.27
-    assert models.support_threshold_for("qwen2.5-0.5b-instruct") == 0.27
-    assert models.support_threshold_for("gpt-4o-mini") is None  # not packaged: the judge's own default
-    assert models.support_threshold_for("local/smollm2-135m-instruct") is None  # packaged, never calibrated
-    for spec in models.MODELS.values():  # a declared threshold is a probability
-        assert spec.support_threshold is None or 0.0 < spec.support_threshold < 1.0
+def test_the_registry_carries_no_judge_facts():
+    # a judge's cut-off and agreement live with the judge (ragwatch.judges.faithfulness.calibrations)
+    fields = set(models.PackagedModel.__dataclass_fields__)
+    assert not fields & {"support_threshold", "measured"}
+    assert not hasattr(models, "support_threshold_for") and not hasattr(models, "measured_agreement_of")
+

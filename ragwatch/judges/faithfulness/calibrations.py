@@ -13,12 +13,16 @@ Example:
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict
+from dataclasses import dataclass
 
-from ragwatch.judges.faithfulness.features import FEATURES_VERSION
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
 from ragwatch.judges.faithfulness.support_model import SupportModel
+from ragwatch.judges.faithfulness.versions import FEATURES_VERSION, WINDOW_PROMPT_VERSIONS
 from ragwatch.results import JudgeAgreement
 
+# the cut-off of a judge with no calibrated one: P(yes) against even odds
+FALLBACK_CUTOFF = 0.5
 RAG_STATEMENTS_HELD_OUT = ("statements of RAG answers of three systems over the ZenML docs sample, each scored by "
                            "a fit that never saw its system")
 REFERENCE_LABELS = "reference labels: two careful readings by a strong LLM annotator, not human labels"
@@ -31,11 +35,18 @@ class FaithfulnessCalibration(BaseModel):
 
     model: str  # the packaged model's name (without `local/`) or a litellm model string
     prompt_version: str
-    # the statement features it was fitted on (`ragwatch.judges.faithfulness.features.FEATURES_VERSION`); a
+    # the statement features it was fitted on (`versions.FEATURES_VERSION`); a
     # calibration stored before they were named is features-v1
-    features_version: str = "features-v1"
-    support_model: SupportModel
-    agreement: JudgeAgreement
+    # None: the verifier reads no statement features (the window verifiers and the support judge: P(yes) alone)
+    features_version: str | None = "features-v1"
+    # the fitted support model and its cut-off; None: the verdict is the judge's P(yes) against `cutoff`
+    support_model: SupportModel | None = None
+    # the cut-off of a calibration without a support model (with one, the support model's cut-off is the one)
+    cutoff: float | None = Field(default=None, gt=0, lt=1)
+    # the agreement of the shipped verdicts on labelled data of the kind this judge scores; None: unmeasured there
+    agreement: JudgeAgreement | None = None
+    # what the model was measured at as a judge elsewhere (other data, other prompt), printed when agreement is unknown
+    measured: str | None = None
     # the labelled statements with this judge's features (in ragwatch/judges/faithfulness/calibration_data/): the
     # faithfulness level is calibrated on them at run time (`ragwatch.judges.faithfulness.level`)
     level_data: str | None = None
@@ -43,6 +54,17 @@ class FaithfulnessCalibration(BaseModel):
     # a run of one of them is calibrated on its own kind of answers; any other run carries the between-system
     # bias measured by leaving each labelled system out
     systems: dict[str, str] = {}
+
+    @model_validator(mode="after")
+    def _one_cutoff(self) -> FaithfulnessCalibration:
+        if self.support_model is not None and self.cutoff is not None:
+            raise ValueError("a calibration with a support model uses its cut-off; leave `cutoff` unset")
+        return self
+
+    @property
+    def verdict_cutoff(self) -> float | None:
+        """The cut-off of this judge's verdicts: the support model's, else the declared one (None: none chosen)."""
+        return self.support_model.cutoff if self.support_model is not None else self.cutoff
 
     def system_code(self, fingerprint: str | None) -> str | None:
         """The calibration data's code of the system with this fingerprint, else None (an unseen system)."""
@@ -86,17 +108,72 @@ CALIBRATIONS: tuple[FaithfulnessCalibration, ...] = (
                  "S1": "475f0308e9fcd73f6885b6140a050bea5a9bb75fcbc9baed3a7b914cefc3725b",
                  "S2": "da144037f3c0567302579755d302eb11ff3e1fbb4cb0ae067064bd5472f6b3cf"},
     ),
+    # The window verifiers (`verify: batched / per_statement`) and the support judge read the judge's P(yes)
+    # alone. Verdict-first verification on QAGS-XSum claims, n=60, human labels: the cut-off chosen on all 60
+    # (thresholds chosen on each half, 0.91 / 0.86, checked on the other; at 0.5 it calls nearly everything
+    # supported), `benchmarks/judge_choice.py`. Not measured on RAG answer statements: agreement unknown.
+    *(FaithfulnessCalibration(
+        model="qwen2.5-coder-1.5b-instruct", prompt_version=version, features_version=None, cutoff=0.90,
+        measured="on QAGS-XSum claims (n=60, human labels) ROC AUC 0.77 [0.64, 0.88], balanced accuracy "
+                 "0.70 [0.59, 0.80] at P(supported) >= 0.90",
+    ) for version in WINDOW_PROMPT_VERSIONS),
+    # no cut-off chosen: the interval of its ROC AUC reaches 0.5, so its verdicts fall back to P(yes) >= 0.5
+    *(FaithfulnessCalibration(
+        model="qwen2.5-0.5b-instruct", prompt_version=version, features_version=None,
+        measured="on QAGS-XSum claims (n=60, human labels) ROC AUC 0.62 [0.47, 0.76]: close to chance",
+    ) for version in WINDOW_PROMPT_VERSIONS),
 )
 
 
 def faithfulness_calibration(model: str, prompt_version: str,
-                              features_version: str | None = None) -> FaithfulnessCalibration | None:
+                              features_version: str | None = FEATURES_VERSION) -> FaithfulnessCalibration | None:
     """The calibration of this judge model (any spelling: `local/<name>` or `<name>`) and prompt, fitted on
-    `features_version` (default: the verifier's, `features.FEATURES_VERSION`), else None."""
+    `features_version` (default: the evidence verifier's, `versions.FEATURES_VERSION`; None: a verifier that
+    reads no statement features), else None."""
     from ragwatch.llm.models import packaged
 
     spec = packaged(model)
     name = spec.name if spec is not None else model
-    wanted = features_version or FEATURES_VERSION
     return next((c for c in CALIBRATIONS if c.model == name and c.prompt_version == prompt_version
-                 and c.features_version == wanted), None)
+                 and c.features_version == features_version), None)
+
+
+@dataclass(frozen=True)
+class JudgeCutoff:
+    """What decides a judge's verdicts: the P(supported) cut-off, the support model, and where they come from."""
+
+    cutoff: float
+    support_model: SupportModel | None
+    calibration: FaithfulnessCalibration | None
+    source: str  # said in the judge's details (`cutoff_source`)
+
+
+def judge_cutoff(model: str | None, prompt_version: str, *, features_version: str | None = FEATURES_VERSION,
+                 option: float | None = None, use_logprobs: bool = True) -> JudgeCutoff:
+    """The one answer to "what cut-off and support model does this judge use": the calibration of the judge
+    model, prompt and features version (none without logprobs: there is no P(yes) to calibrate); the explicit
+    option `support_threshold` overrides its cut-off; with no calibrated cut-off, `FALLBACK_CUTOFF`."""
+    calibration = faithfulness_calibration(model, prompt_version, features_version) if use_logprobs and model else None
+    support_model = calibration.support_model if calibration is not None else None
+    calibrated = calibration.verdict_cutoff if calibration is not None else None
+    if option is not None:
+        return JudgeCutoff(option, support_model, calibration, "option support_threshold")
+    if calibrated is not None:
+        return JudgeCutoff(calibrated, support_model, calibration,
+                           f"calibration of {calibration.model} / {prompt_version} / "
+                           f"{features_version or 'no statement features'}")
+    why = ("its calibration chose no cut-off" if calibration is not None else
+           "without logprobs" if not use_logprobs else
+           f"no calibration for judge model {model or '(none)'} with prompt {prompt_version}")
+    return JudgeCutoff(FALLBACK_CUTOFF, support_model, calibration, f"fallback {FALLBACK_CUTOFF} ({why})")
+
+
+def measured_as_judge(model: str | None) -> str | None:
+    """What any calibration records of this judge model measured elsewhere (other data or prompt), else None."""
+    from ragwatch.llm.models import packaged
+
+    if not model:
+        return None
+    spec = packaged(model)
+    name = spec.name if spec is not None else model
+    return next((c.measured for c in CALIBRATIONS if c.model == name and c.measured), None)

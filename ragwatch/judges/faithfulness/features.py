@@ -10,7 +10,7 @@ answers by the precision of each kind (how often a statement it flags is labelle
 `benchmarks/planted_errors.py`, `benchmarks/results/planted_errors.md`): a veto that is wrong on
 supported statements costs more than it saves. A quantity whose number the contexts hold under
 another unit vetoes nothing (the contexts often state the number and leave the unit to the reader).
-`FEATURES_VERSION` names this record's definition; a calibration is fitted on one version.
+`versions.FEATURES_VERSION` names this record's definition; a calibration is fitted on one version.
 
 Example:
     >>> f = statement_features("The purpose of Airflow is retrieval.", ["The purpose of RAG is retrieval."],
@@ -28,9 +28,6 @@ from ragwatch.judges.faithfulness.evidence import bigram_support, makes_no_claim
 from ragwatch.judges.faithfulness.terms import TermKind, absent_terms
 from ragwatch.statements import StatementFeatures, StatementVerdict
 
-# v2: absent names, quantities and quoted strings recorded by kind; names and quoted strings veto too.
-# v1 (unnamed before): numbers and identifiers no context holds veto, read back from the rule's text.
-FEATURES_VERSION = "features-v2"
 VETO_KINDS: tuple[TermKind, ...] = ("number", "identifier", "name", "quoted")
 NO_CLAIM = "makes no checkable claim"
 ABSENT = "not in any retrieved context"

@@ -41,23 +41,17 @@ from pydantic import Field
 
 from ragwatch.judges.base import FewShotExample, answer_error, generation_error, to_json
 from ragwatch.judges.engine import Call, LLMJudge, Plan, Score, mean
-from ragwatch.judges.faithfulness.calibrations import faithfulness_calibration
+from ragwatch.judges.faithfulness.calibrations import judge_cutoff, measured_as_judge
 from ragwatch.judges.faithfulness.level import CASCADE_LEVEL_FEATURES, LEVEL_FEATURES, with_level
 from ragwatch.judges.faithfulness.split import SPLIT_SYSTEM, answer_statements, split_prompt, statements_schema
-from ragwatch.judges.faithfulness.verify import (
-    VerdictReply,
-    Verifier,
-    judge_support_threshold,
-)
+from ragwatch.judges.faithfulness.verify import VerdictReply, Verifier
 from ragwatch.judges.faithfulness.verify_evidence import EvidenceVerifier
+from ragwatch.judges.faithfulness.versions import FEATURES_VERSION, PROMPT_VERSION, window_prompt_version
 from ragwatch.judges.registry import JudgeDeps, JudgeOptions, register_judge
 from ragwatch.results import MetricInfo, MetricResult
 from ragwatch.statements import StatementVerdict
 from ragwatch.types import EvalSample, RagAnswer
 
-# v6: the fixed instructions ahead of the data, the statements in one fence; v5: evidence first; v4: the question
-# in verification; v3: verdict first
-PROMPT_VERSION = "faithfulness-v6"
 StatementSource = Literal["llm", "sentences"]
 VerifyChoice = Literal["evidence", "batched", "per_statement"]
 
@@ -115,8 +109,11 @@ class FaithfulnessJudge(LLMJudge):
             raise ValueError("verification few-shot examples ({statement, context} -> {verdict, reason}) are for "
                              "verify: batched or per_statement; the evidence verifier takes none")
         self.statements = statements
-        prompt_version = PROMPT_VERSION if verify == "evidence" else f"{PROMPT_VERSION}-{verify}"
-        self.calibration = faithfulness_calibration(model, prompt_version) if use_logprobs and model else None
+        prompt_version = PROMPT_VERSION if verify == "evidence" else window_prompt_version(verify)
+        self.cut = judge_cutoff(model, prompt_version, option=support_threshold, use_logprobs=use_logprobs,
+                                features_version=FEATURES_VERSION if verify == "evidence" else None)
+        self.calibration = self.cut.calibration
+        self.support_threshold = self.cut.cutoff
         self.metrics = {name: MetricInfo(
             scale=(0.0, 1.0), prompt_version=prompt_version,
             description="fraction of the answer's statements the contexts support",
@@ -149,16 +146,10 @@ class FaithfulnessJudge(LLMJudge):
                 )
         self.verifier: Verifier | EvidenceVerifier
         if verify == "evidence":
-            support_model = self.calibration.support_model if self.calibration is not None else None
-            self.support_threshold = (support_threshold if support_threshold is not None else
-                                      support_model.cutoff if support_model is not None else 0.5)
             self.verifier = EvidenceVerifier(sentences_per_statement=sentences_per_statement,
-                                             use_logprobs=use_logprobs, support_model=support_model,
+                                             use_logprobs=use_logprobs, support_model=self.cut.support_model,
                                              support_threshold=self.support_threshold, cascade=cascade)
         else:
-            self.support_threshold = (
-                support_threshold if support_threshold is not None else judge_support_threshold(model)
-            )
             self.verifier = Verifier(verify=verify, max_context_tokens=max_context_tokens,
                                      use_logprobs=use_logprobs, support_threshold=self.support_threshold,
                                      examples=examples)
@@ -180,8 +171,6 @@ class FaithfulnessJudge(LLMJudge):
         return results
 
     def details(self, metric: str) -> dict[str, Any]:
-        from ragwatch.llm.models import measured_agreement_of
-
         return {
             **super().details(metric),
             "statements_from": self.statements,
@@ -189,9 +178,9 @@ class FaithfulnessJudge(LLMJudge):
             "max_context_tokens": self.max_context_tokens,
             "verify": self.verify,
             "support_threshold": self.support_threshold if self.use_logprobs else None,
-            "support_model": (self.calibration.support_model.model_dump()
-                              if self.calibration is not None and self.verify == "evidence" else None),
-            "judge_measured": measured_agreement_of(self.model) if self.model else None,
+            "cutoff_source": self.cut.source if self.use_logprobs else None,
+            "support_model": self.cut.support_model.model_dump() if self.cut.support_model is not None else None,
+            "judge_measured": measured_as_judge(self.model),
         }
 
     def plan(self, sample: EvalSample, answer: RagAnswer) -> Plan:

@@ -25,11 +25,12 @@ from pydantic import BaseModel, Field, create_model
 
 from ragwatch.judges.base import DATA_RULE, fence, generation_error, to_json
 from ragwatch.judges.engine import Call, Plan, Score, drive, gather
+from ragwatch.judges.faithfulness.calibrations import judge_cutoff
+from ragwatch.judges.faithfulness.versions import WindowMode, window_prompt_version
 from ragwatch.llm.logprobs import yes_probabilities_at
 from ragwatch.statements import StatementVerdict
 
-DEFAULT_SUPPORT_THRESHOLD = 0.5
-VerifyMode = Literal["batched", "per_statement"]
+VerifyMode = WindowMode
 CHARS_PER_TOKEN = 4
 REASON_CHARS = 400
 
@@ -126,14 +127,6 @@ def verify_batch_prompt(
     parts.append(f"Give exactly {n} verdict{'s' if n > 1 else ''}, one per STATEMENT in order. "
                  "Reply with the JSON object only.")
     return "\n".join(parts)
-
-
-def judge_support_threshold(model: str | None) -> float:
-    """The P(supported) cut-off the model registry declares for this judge model, else 0.5."""
-    from ragwatch.llm.models import support_threshold_for
-
-    declared = support_threshold_for(model) if model else None
-    return float(declared) if declared is not None else DEFAULT_SUPPORT_THRESHOLD
 
 
 _BREAKS = ("\n\n", "\n", ". ", " ")
@@ -304,9 +297,10 @@ def verify_many(
     max_context_tokens: int = 1500,
 ) -> list[list[StatementVerdict]]:
     """`verify_statements` for many (context, statements) sets, every stage in one batch."""
-    threshold = support_threshold if support_threshold is not None else judge_support_threshold(model)
+    cut = judge_cutoff(model, window_prompt_version(verify), features_version=None, option=support_threshold,
+                       use_logprobs=use_logprobs)
     verifier = Verifier(verify=verify, max_context_tokens=max_context_tokens, use_logprobs=use_logprobs,
-                        support_threshold=threshold)
+                        support_threshold=cut.cutoff)
     plans = {
         str(k): verifier.plan([context] if isinstance(context, str) else list(context), list(statements))
         for k, (context, statements) in enumerate(items)
@@ -337,7 +331,7 @@ def verify_statements(
 
     Batched: one call per context window for all statements; per_statement: one call per
     statement. With logprobs the verdict is P(supported) >= `support_threshold` (default: the
-    threshold the model registry declares for `model`, else 0.5).
+    calibrated cut-off of `model` for this verifier's prompt, else the fallback; `calibrations.judge_cutoff`).
 
     Example:
         >>> verdicts = verify_statements(llm, article, ["The mayor resigned.", "It rained."])  # doctest: +SKIP
