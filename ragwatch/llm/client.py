@@ -2,7 +2,8 @@
 
 Its job is sending: each request from the cache or through flow control, the budget, retries and
 schema repair to a `Generation`, counted in `usage`. What a request and a reply look like on the wire
-is `request.py`; a stage sent as one provider batch is `batch.py`; blocking over async is `sync.py`.
+is `request.py`; a stage with `batch: true` goes out as one provider batch job (`provider_batch.py`,
+which the client asks for replies and nothing else); blocking over async is `sync.py`.
 
 Example:
     >>> from typing import Literal
@@ -34,13 +35,13 @@ from pydantic import BaseModel
 
 from ragwatch.llm import structured
 from ragwatch.llm.backend import load_litellm
-from ragwatch.llm.batch import generate_as_batch
 from ragwatch.llm.budget import Budget
 from ragwatch.llm.cache import GenerationCache, default_cache_root
 from ragwatch.llm.errors import explain
 from ragwatch.llm.history import StageRecord, record_stage
 from ragwatch.llm.limiter import Limiter
 from ragwatch.llm.models import is_local, local_name
+from ragwatch.llm.provider_batch import ProviderBatch
 from ragwatch.llm.request import Prompt, Request, build_request, litellm_kwargs, parse_reply, token_estimate
 from ragwatch.llm.retry import (
     backoff_s,
@@ -60,8 +61,7 @@ StageItem = tuple[Prompt, "type[BaseModel] | None", "str | None", dict[str, Any]
 
 @dataclass
 class _SendState:
-    """What the calls of one `generate_many` share: the flow control and a fatal-error stop (not a
-    provider batch: that is `batch.py`)."""
+    """What the calls of one `generate_many` share: the flow control and a fatal-error stop."""
 
     limiter: Limiter
     fatal: list[str] = field(default_factory=list)
@@ -77,10 +77,9 @@ class LLMClient:
         self.is_local = is_local(self.settings.model)
         if self.is_local:
             from ragwatch.llm import local
-            from ragwatch.llm.models import get_model
 
             name = local_name(self.settings.model)
-            get_model(name)  # a typo fails here, naming the choices
+            local.get_model(name)  # a typo fails here, naming the choices
             local.register()
             local.reserve(name, self.settings.concurrency)  # the model decodes this many calls together
         self.usage = Usage(model=self.settings.model)
@@ -90,12 +89,12 @@ class LLMClient:
         if self.settings.cache:
             self._cache = GenerationCache(self._root / "llm")
         self.budget = Budget(self.settings.budget_usd) if self.settings.budget_usd else None
-        # the in-process model decodes up to `concurrency` calls together (ragwatch/llm/batched.py)
+        # the in-process model decodes up to `concurrency` calls together (its decode engine)
         self.max_concurrency = max(1, self.settings.concurrency)
         # one flow control per event loop, shared by every call of this client on it (a rate limit
-        # and the rpm/tpm budget span batches); asyncio futures cannot cross loops
+        # and the rpm/tpm budget span stages); asyncio futures cannot cross loops
         self._limiters: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Limiter] = weakref.WeakKeyDictionary()
-        self.last_limiter: Limiter | None = None  # of the last call or batch, for inspection
+        self.last_limiter: Limiter | None = None  # of the last call or stage, for inspection
 
     def _limiter(self) -> Limiter:
         loop = asyncio.get_running_loop()
@@ -152,7 +151,7 @@ class LLMClient:
     ) -> list[Generation]:
         """Many calls, `settings.concurrency` in flight, results in input order; a failing item
         becomes a failed `Generation`, it never raises. Bad arguments raise before any call.
-        `desc`: the progress bar's label, or a `Progress` shared with other batches to advance.
+        `desc`: the progress bar's label, or a `Progress` shared with other stages to advance.
         `stage`: the calls' label in the usage history (default: `desc` when it is a label)."""
         return run_sync(self.agenerate_many(prompts, schema=schema, desc=desc, system=system, stage=stage,
                                              **overrides))
@@ -176,7 +175,7 @@ class LLMClient:
         self, items: Sequence[StageItem], *, desc: str | Progress | None = None, stage: str | None = None
     ) -> list[Generation]:
         """Calls that each carry their own (prompt, schema, system, options), in input order, as
-        `generate_many` runs them; with `batch: true` all of them go out as one provider batch."""
+        `generate_many` runs them; with `batch: true` all of them go out as one provider batch job."""
         requests = [self._request(prompt, schema, system, dict(options)) for prompt, schema, system, options in items]
         return run_sync(self._run_requests(requests, desc, stage))
 
@@ -186,12 +185,12 @@ class LLMClient:
         label = stage or (desc if isinstance(desc, str) else None)
         if self.settings.batch and requests and all(r.mock_response is None for r in requests):
             shared = desc if isinstance(desc, Progress) else None
-            return await generate_as_batch(self, requests, label or self.settings.model, shared)
+            return await self._send_as_batch(requests, label or self.settings.model, shared)
         sending = self._send_state()
-        sending.limiter.new_batch()
+        sending.limiter.new_stage()
         results: list[Generation | None] = [None] * len(requests)
         started = time.perf_counter()
-        shared = isinstance(desc, Progress)  # one bar across batches: its owner closes it
+        shared = isinstance(desc, Progress)  # one bar across stages: its owner closes it
         with nullcontext(desc) if shared else Progress(len(requests), desc or self.settings.model) as bar:
 
             async def one(i: int, request: Request) -> None:
@@ -216,7 +215,7 @@ class LLMClient:
         record_stage(StageRecord.of(self.settings.model, stage, usage, wall_s, batch))  # one history per machine
 
     def usage_since(self, mark: Usage) -> Usage:
-        """Usage accrued after `mark = client.usage.model_copy()`: the record of one batch."""
+        """Usage accrued after `mark = client.usage.model_copy()`: the record of one stage."""
         return self.usage.since(mark)
 
     def perplexity(self, text: str) -> float:
@@ -233,54 +232,58 @@ class LLMClient:
 
         return local.perplexity(local_name(self.settings.model), text)
 
-    # ------------------------------------------------- the surface a provider batch sends through
-    # `batch.generate_as_batch` (and the estimate's `DryClient`) use these, never the private parts.
-    @property
-    def cache_root(self) -> Path:
-        """Where this client keeps its cache, usage history and batch records."""
-        return self._root
-
-    def secret(self) -> str | None:
-        """The API key (from `api_key_env`), for scrubbing it out of error messages; never logged."""
-        return self._api_key()
-
-    async def cached(self, request: Request, *, count: bool = True) -> Generation | None:
-        """`request`'s reply from the cache (free, `cached=True`), else None; counted in `usage` when `count`."""
-        if self._cache is None:
-            return None
+    # ------------------------------------------------------------------------ provider batch
+    async def _send_as_batch(self, requests: list[Request], desc: str, progress: Progress | None) -> list[Generation]:
+        """The requests not in the cache as one provider batch job, within the budget (held at batch
+        prices) and counted in `usage`; lines the job failed, or whose reply does not fit the schema,
+        are sent again online."""
         started = time.perf_counter()
-        hit = await asyncio.to_thread(self._cache.get, request.key)
-        gen = self._from_cache(hit, request, started) if hit is not None else None
-        if gen is not None and count:
-            self._account(gen)
-        return gen
+        out: list[Generation | None] = [None] * len(requests)
+        todo: dict[str, list[int]] = {}  # identical requests share one line
+        for i, request in enumerate(requests):
+            gen = await self._cached(request)
+            if gen is not None:
+                self._account(gen)
+                out[i] = gen
+            else:
+                todo.setdefault(request.key, []).append(i)
+        if todo:
+            sender = ProviderBatch(self.settings, self._root, desc)
+            lines: list[Request] = []
+            held: dict[str, float | None] = {}
+            for key, where in todo.items():
+                request = requests[where[0]]
+                if self.budget is not None:
+                    held[key] = self.budget.reserve(self._projected_cost(request.messages, request, batch=True))
+                    if held[key] is None:
+                        for i in where:
+                            out[i] = self._refused(self.budget.reason())
+                        continue
+                lines.append(request)
+            outcome = await sender.send(lines, progress, started=started)
 
-    async def keep(self, request: Request, gen: Generation) -> None:
-        """Cache an ok reply to `request` (errors are never cached)."""
-        if gen.ok and self._cache is not None:
-            await asyncio.to_thread(self._cache.put, request.key, gen.model_dump(mode="json", exclude={"parsed"}))
+            async def settle(request: Request) -> None:
+                where, reply = todo[request.key], outcome.replies[request.key]
+                gen = reply if isinstance(reply, Generation) else None
+                self._settle(held.get(request.key), gen.cost_usd if gen is not None else 0.0)
+                if gen is not None:
+                    await self._keep(request, gen)
+                    self._account(gen)
+                elif not outcome.pending:  # a failed line, or a reply that does not fit: once more online
+                    gen = await self._generate(request, self._send_state())  # counts itself
+                else:  # still running at the provider: no second payment now, a re-run picks it up
+                    gen = self._refused(str(reply), time.perf_counter() - started)
+                out[where[0]] = gen
+                for i in where[1:]:  # identical requests: one line served them all
+                    out[i] = gen.model_copy(update={"cached": True, "cost_usd": 0.0}) if gen.ok else gen
+                    self._account(out[i])
 
-    def count(self, gen: Generation) -> None:
-        """Add a generation to `usage` (and to the budget's finished items)."""
-        self._account(gen)
-
-    def refuse(self, reason: str, latency_s: float = 0.0) -> Generation:
-        """A call that was not sent, failed with `reason` and counted."""
-        gen = self._failed(reason, latency_s)
-        self._account(gen)
-        return gen
-
-    async def send(self, request: Request) -> Generation:
-        """One request online (cache first, flow control, retries, repair), counted in `usage`."""
-        return await self._generate(request, self._send_state())
-
-    def settle(self, held: float | None, cost: float) -> None:
-        """Settle a budget reservation (`budget.reserve`) at the call's real cost."""
-        self._settle(held, cost)
-
-    def record(self, stage: str, generations: list[Generation], wall_s: float, *, batch: bool = False) -> None:
-        """One usage-history line for a stage's generations."""
-        self._record(stage, generations, wall_s, batch)
+            await asyncio.gather(*(settle(r) for r in lines))
+            if not outcome.pending:
+                sender.forget()
+        done = [g for g in out if g is not None]
+        self._record(desc, done, time.perf_counter() - started, batch=True)
+        return done
 
     # ------------------------------------------------------------------------------------ requests
     def _request(
@@ -295,18 +298,27 @@ class LLMClient:
     # --------------------------------------------------------------------------------- one item
     async def _generate(self, request: Request, sending: _SendState) -> Generation:
         started = time.perf_counter()
-        if self._cache is not None:
-            hit = await asyncio.to_thread(self._cache.get, request.key)  # keep the event loop free
-            if hit is not None:
-                gen = self._from_cache(hit, request, started)
-                if gen is not None:
-                    self._account(gen)
-                    return gen
+        gen = await self._cached(request)
+        if gen is not None:
+            self._account(gen)
+            return gen
         gen = await self._call_and_validate(request, sending, started)
-        if gen.ok and self._cache is not None:
-            await asyncio.to_thread(self._cache.put, request.key, gen.model_dump(mode="json", exclude={"parsed"}))
+        await self._keep(request, gen)
         self._account(gen)
         return gen
+
+    async def _cached(self, request: Request) -> Generation | None:
+        """`request`'s reply from the cache (free, `cached=True`), else None; not yet counted."""
+        if self._cache is None:
+            return None
+        started = time.perf_counter()
+        hit = await asyncio.to_thread(self._cache.get, request.key)  # keep the event loop free
+        return self._from_cache(hit, request, started) if hit is not None else None
+
+    async def _keep(self, request: Request, gen: Generation) -> None:
+        """Cache an ok reply (errors are never cached)."""
+        if gen.ok and self._cache is not None:
+            await asyncio.to_thread(self._cache.put, request.key, gen.model_dump(mode="json", exclude={"parsed"}))
 
     def _from_cache(self, hit: dict[str, Any], request: Request, started: float) -> Generation | None:
         gen = Generation.model_validate(hit)
@@ -415,14 +427,15 @@ class LLMClient:
             return response, None
         raise AssertionError("unreachable")  # the loop always returns
 
-    def _projected_cost(self, messages: list[dict[str, Any]], request: Request) -> float:
-        """The most a call can cost: its prompt with the model's tokenizer plus `max_tokens` of reply."""
+    def _projected_cost(self, messages: list[dict[str, Any]], request: Request, *, batch: bool = False) -> float:
+        """The most a call can cost: its prompt with the model's tokenizer plus `max_tokens` of reply
+        (at batch prices for a provider batch job)."""
         from ragwatch.llm.pricing import call_cost, count_tokens
 
         if self.is_local:
             return 0.0
         max_tokens = float(request.params.get("max_tokens") or self.settings.max_tokens)
-        return call_cost(self.settings.model, count_tokens(self.settings.model, messages), max_tokens)
+        return call_cost(self.settings.model, count_tokens(self.settings.model, messages), max_tokens, batch=batch)
 
     def _settle(self, held: float | None, cost: float) -> None:
         if self.budget is not None and held is not None:
@@ -494,6 +507,12 @@ class LLMClient:
             attempts=(1 + retries) if sent else 0,
             repairs=repairs,
         )
+
+    def _refused(self, reason: str, latency_s: float = 0.0) -> Generation:
+        """A call that was not sent, failed with `reason` and counted."""
+        gen = self._failed(reason, latency_s)
+        self._account(gen)
+        return gen
 
     def _account(self, gen: Generation) -> None:
         with self._usage_lock:

@@ -35,7 +35,7 @@ def embed_remote(
     retry_base_s: float = 1.0,
     retry_max_s: float = 30.0,
 ) -> Any:
-    """`litellm.embedding` for one batch; retries 429/5xx/timeouts, fails fast on auth or bad requests."""
+    """`litellm.embedding` for one request of texts; retries 429/5xx/timeouts, fails fast on auth or bad requests."""
     kwargs: dict[str, Any] = {"model": model, "input": texts, **(extra or {})}
     if api_base:
         kwargs["api_base"] = api_base

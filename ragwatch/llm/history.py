@@ -1,4 +1,4 @@
-"""The usage history: one JSON line per batch of calls (`LLMClient.generate_many` with a `desc`),
+"""The usage history: one JSON line per stage of calls (`LLMClient.generate_many` with a `desc`),
 so an estimate can learn reply lengths and latencies from earlier runs and a run can be set against
 its estimate.
 
@@ -49,10 +49,10 @@ class StageRecord(BaseModel):
     completion_tokens: int = 0
     cost_usd: float = 0.0
     # summed over the calls, each from its start (its wait for a free slot included) to its reply: with
-    # `concurrency` slots it grows with the batch, so an estimate reads times from `wall_s` (`stage_rate`)
+    # `concurrency` slots it grows with the stage, so an estimate reads times from `wall_s` (`stage_rate`)
     latency_s: float = 0.0
     wall_s: float = 0.0
-    batch: bool = False
+    batch: bool = False  # sent as a provider batch job
     run_id: str | None = None  # the run that made the calls (`start_run`); None in records from before
 
     @classmethod
@@ -175,7 +175,7 @@ def stage_rate(records: Iterable[StageRecord], model: str, stage: str, *, prompt
     """The stage's seconds per call sent: per run (records of one `run_id` summed: wall over calls), the
     newest `runs` runs, the `quantile` of their figures (an observed run's, not an interpolation); None
     when no online run of this model sent calls in this stage. Records without a run id count as runs of
-    their own; batch records are left out (a provider queue's wait is not a rate). With `prompt_tokens`
+    their own; provider batch records are left out (a provider queue's wait is not a rate). With `prompt_tokens`
     (per call of the calls to time) only runs whose calls read within `RATE_ALIKE`x as many count, while
     there is one."""
     groups: dict[str, list[StageRecord]] = {}

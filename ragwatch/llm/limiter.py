@@ -17,7 +17,7 @@ The rules, after TCP congestion control (a *round* is the next `bound` sends, ab
 - A retry goes ahead of every first attempt not yet started (FIFO within each kind).
 - Optional `rpm` / `tpm` token buckets for providers with published quotas (a second's worth of
   burst; tokens are estimated at send and settled with the reply's usage).
-- Between batches the bound is not carried blindly: idle time counts as quiet rounds and regrows it.
+- Between stages the bound is not carried blindly: idle time counts as quiet rounds and regrows it.
 
 Example:
     >>> limiter = Limiter(32, rpm=600)
@@ -191,7 +191,7 @@ class FlowControl:
             self.paused_until = max(self.paused_until, now + retry_after_s)
             self._pause_seq = self._next_seq
             self.stats.pauses += 1
-        round_ = self._rounds.get(ticket.round_start)  # None: dropped at a batch boundary
+        round_ = self._rounds.get(ticket.round_start)  # None: dropped at a stage boundary
         if outcome == "ok":  # a round of successes adds one step, share by share
             self.limit = min(float(self.max_limit), self.limit + self.step / (round_.size if round_ else self.bound))
             self._record(now)
@@ -228,11 +228,12 @@ class FlowControl:
             self.stats.history.append((now, bound))
         self.stats.lowest = min(self.stats.lowest, bound)
 
-    # ------------------------------------------------------------------------------------ batches
-    def new_batch(self) -> None:
-        """A new batch begins: the quiet time since the last activity counts as rounds of successes."""
+    # ------------------------------------------------------------------------------------- stages
+    def new_stage(self) -> None:
+        """A new stage (one `generate_many`) begins: the quiet time since the last activity counts as
+        rounds of successes."""
         if self.in_flight:
-            return  # another batch of this client is still running on the same bound
+            return  # another stage of this client is still running on the same bound
         now = self.clock()
         idle_rounds = (now - self._last_activity) / max(self.srtt or 1.0, 0.05)
         self.limit = min(float(self.max_limit), self.limit + self.step * idle_rounds)
@@ -289,8 +290,8 @@ class Limiter:
         self.flow.done(ticket, outcome, retry_after_s=retry_after_s, tokens_used=tokens_used)
         self._pump()
 
-    def new_batch(self) -> None:
-        self.flow.new_batch()
+    def new_stage(self) -> None:
+        self.flow.new_stage()
 
     def _pump(self) -> None:
         """Grant sends to waiters in priority order while the flow control allows."""

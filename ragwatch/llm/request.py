@@ -47,7 +47,7 @@ def build_request(
     overrides: dict[str, Any],
 ) -> Request:
     """The request `LLMClient` sends for `prompt`; bad arguments raise before any call."""
-    overrides = dict(overrides)  # shared by every item of a batch: never mutate the caller's
+    overrides = dict(overrides)  # shared by every item of a stage: never mutate the caller's
     unknown = set(overrides) - OVERRIDES
     if unknown:
         raise TypeError(f"unknown generation option(s) {sorted(unknown)}; allowed: {sorted(OVERRIDES)}")

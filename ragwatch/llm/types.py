@@ -68,9 +68,9 @@ class LLMSettings(BaseModel):
     # each stage's calls as one provider batch (OpenAI, Azure, ...: half the price, replies within 24 h)
     batch: bool = False
     """Send each stage's uncached calls as one provider batch (half the price, replies within 24 h)."""
-    batch_poll_s: float = Field(default=30.0, gt=0)  # seconds between status checks of a batch
+    batch_poll_s: float = Field(default=30.0, gt=0)  # seconds between status checks of a batch job
     """Seconds between status checks of a provider batch."""
-    batch_timeout_s: float = Field(default=86400.0, gt=0)  # give up waiting (the batch stays; a re-run picks it up)
+    batch_timeout_s: float = Field(default=86400.0, gt=0)  # give up waiting (the job stays; a re-run picks it up)
     """Seconds to wait for a batch (it stays with the provider; a re-run picks it up)."""
     logprobs: bool = False
     """Ask for token logprobs with every reply."""
@@ -125,7 +125,7 @@ class Generation(BaseModel):
 
 
 class Usage(BaseModel):
-    """Usage totals of a batch or of a client's lifetime; steps log `model_dump()` as metadata."""
+    """Usage totals of a stage or of a client's lifetime; steps log `model_dump()` as metadata."""
 
     model: str = ""
     requests: int = 0  # generations asked for, served by the provider or the cache
@@ -146,7 +146,7 @@ class Usage(BaseModel):
             # a cache hit costs nothing: no provider call, tokens or cost
             self.cache_hits += 1
             return
-        self.calls += int(generation.attempts > 0)  # 0 attempts: never sent (batch aborted)
+        self.calls += int(generation.attempts > 0)  # 0 attempts: never sent (the stage stopped first)
         self.retries += max(generation.attempts - 1, 0)
         self.repairs += generation.repairs
         self.prompt_tokens += generation.prompt_tokens
@@ -163,11 +163,11 @@ class Usage(BaseModel):
         return merged
 
     def since(self, mark: Usage) -> Usage:
-        """The usage accrued after `mark` (a `model_copy()` taken earlier): a batch's own record.
+        """The usage accrued after `mark` (a `model_copy()` taken earlier): a stage's own record.
 
         Example:
             >>> mark = client.usage.model_copy(); client.generate_many(prompts)
-            >>> batch = client.usage.since(mark)
+            >>> stage = client.usage.since(mark)
         """
         delta = Usage(model=self.model)
         for name in _COUNTERS:

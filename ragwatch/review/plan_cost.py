@@ -6,7 +6,7 @@ the usage history's typical tokens for the judge's stages stand in. Seconds per 
 `ragwatch.llm.history.stage_rate`'s (the machine's recorded wall time per call of each of the judge's
 stages, weighted by the calls each stage sends), dollars the cost map's (`ragwatch.llm.pricing`: 0 for
 a local model; None for a model it does not price), batch dollars the map's batch prices (else its
-discount) for a provider with a batch API (`ragwatch.llm.batch.BATCH_PROVIDERS`).
+discount) for a provider with a batch API (`ragwatch.llm.provider_batch.BATCH_PROVIDERS`).
 
 Example:
     >>> unit = judge_unit_cost(result, read_history())  # doctest: +SKIP
@@ -75,7 +75,7 @@ def _seconds_per_call(records: Sequence[StageRecord], model: str, stages: list[s
 
 
 def _has_batch(model: str) -> bool:
-    from ragwatch.llm.batch import batch_provider
+    from ragwatch.llm.provider_batch import batch_provider
 
     try:
         batch_provider(model)

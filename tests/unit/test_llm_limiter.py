@@ -116,16 +116,16 @@ def test_rpm_and_tpm_buckets_pace_sends():
         FlowControl(4, rpm=-1, clock=clock)
 
 
-def test_a_collapsed_bound_regrows_with_idle_time_between_batches():
+def test_a_collapsed_bound_regrows_with_idle_time_between_stages():
     clock = FakeClock()
     flow = FlowControl(32, clock=clock)
     for _ in range(4):  # four rounds of all-429s: 32 -> 16 -> 8 -> 4 -> 2
         for t in send_round(flow, flow.bound):
             flow.done(t, "rate_limit")
     assert flow.bound == 2
-    clock.now += 2.0  # two quiet round trips (srtt 1 s from the replies) before the next batch
+    clock.now += 2.0  # two quiet round trips (srtt 1 s from the replies) before the next stage
     flow.srtt = 1.0
-    flow.new_batch()
+    flow.new_stage()
     assert flow.bound == 18  # 2 + 2 rounds * 8: neither carried blindly nor forgotten outright
 
 

@@ -1,17 +1,21 @@
-"""Provider batch APIs through litellm's file and batch functions: one stage's calls go out as one
-JSONL file, at the batch price (half the online one at OpenAI), answered within the provider's
-window (24 h at most; minutes when the queue is short).
+"""Provider batch jobs: one way `LLMClient` sends a stage. The stage's uncached calls go out as one
+JSONL file through litellm's file and batch functions, at the batch price (half the online one at
+OpenAI), answered within the provider's window (24 h at most; minutes when the queue is short).
+
+The client keeps what it does for every call (cache, budget, usage, the online retry); a
+`ProviderBatch` only turns requests into a job and the job's replies into generations:
+`send(requests)` gives each request's key a priced `Generation`, or the reason it has none, and
+`forget()` drops the job's record once the client has cached the replies.
 
 A job is remembered before it is waited for (`<cache root>/batches/<digest of its requests>.json`),
-so a killed run picks up the batch it had submitted instead of paying for it twice; the record is
-dropped once the replies are read (and cached by the client). Replies are matched by custom id (the
-request's cache key); a line the provider failed comes back as an error, which the client retries
-online. `generate_as_batch` is what `LLMClient` runs for a stage with `batch: true`: cache hits first,
-the budget held per line, the job, then each reply priced, cached and counted like an online call.
+so a killed run picks up the job it had submitted instead of paying for it twice. Replies are
+matched by custom id (the request's cache key); a line the provider failed, or whose reply does not
+fit the schema, comes back as a reason, which the client retries online.
 
 Example:
-    >>> job = BatchJob(settings, api_key, root, desc="judge correctness stage 1")  # doctest: +SKIP
-    >>> replies = await job.run([BatchLine(key, body), ...])  # doctest: +SKIP
+    >>> sender = ProviderBatch(settings, cache_root, desc="judge correctness stage 1")  # doctest: +SKIP
+    >>> outcome = await sender.send(requests, started=time.perf_counter())  # doctest: +SKIP
+    >>> outcome.replies[requests[0].key]  # a Generation, or why the line needs an online call  # doctest: +SKIP
 """
 
 from __future__ import annotations
@@ -22,28 +26,28 @@ import json
 import logging
 import os
 import time
+from collections.abc import Sequence
 from contextlib import nullcontext
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from ragwatch.llm import structured
 from ragwatch.llm.backend import load_litellm
-from ragwatch.llm.budget import Budget
 from ragwatch.llm.request import Request, token_logprobs
 from ragwatch.llm.retry import FatalLLMError, describe
 from ragwatch.llm.types import Generation, LLMSettings
 from ragwatch.progress import Progress
 
 log = logging.getLogger("ragwatch.progress")
-client_log = logging.getLogger("ragwatch.llm")  # a batch falling back to online calls is client news
+client_log = logging.getLogger("ragwatch.llm")  # a job falling back to online calls is client news
 BATCH_PROVIDERS = ("openai", "azure", "vertex_ai", "bedrock", "hosted_vllm", "litellm_proxy", "mistral", "xai")
 ENDPOINT = "/v1/chat/completions"
 FINISHED = ("completed", "failed", "expired", "cancelled")
 
 
 class BatchPending(RuntimeError):
-    """The batch did not finish within `batch_timeout_s`; it stays submitted and a re-run picks it up."""
+    """The job did not finish within `batch_timeout_s`; it stays submitted and a re-run picks it up."""
 
 
 @dataclass(frozen=True)
@@ -58,22 +62,12 @@ class BatchReply:
     error: str | None = None
 
 
-class BatchHost(Protocol):
-    """What a batch needs of the client that sends it: `LLMClient`'s public surface for batches."""
+@dataclass
+class BatchOutcome:
+    """What a job gave back: per request key a priced `Generation`, or the reason there is none."""
 
-    settings: LLMSettings
-    budget: Budget | None
-
-    @property
-    def cache_root(self) -> Path: ...
-    def secret(self) -> str | None: ...
-    async def cached(self, request: Request) -> Generation | None: ...
-    async def keep(self, request: Request, gen: Generation) -> None: ...
-    def count(self, gen: Generation) -> None: ...
-    def refuse(self, reason: str, latency_s: float = 0.0) -> Generation: ...
-    async def send(self, request: Request) -> Generation: ...
-    def settle(self, held: float | None, cost: float) -> None: ...
-    def record(self, stage: str, generations: list[Generation], wall_s: float, *, batch: bool = False) -> None: ...
+    replies: dict[str, Generation | str] = field(default_factory=dict)
+    pending: bool = False  # still running at the provider: no online retry now, a re-run collects it
 
 
 def batch_provider(model: str) -> tuple[str, str]:
@@ -85,14 +79,17 @@ def batch_provider(model: str) -> tuple[str, str]:
     return name, provider
 
 
-class BatchJob:
-    """One stage's requests as one provider batch: submit (or resume), wait with progress, read back."""
+class ProviderBatch:
+    """One stage's requests as one provider batch job: submit (or resume), wait with progress, read back.
+    Constructing it checks the provider and the key (a `ValueError` / `FatalLLMError` names the fix)."""
 
-    def __init__(self, settings: LLMSettings, api_key: str | None, root: Path, desc: str) -> None:
+    def __init__(self, settings: LLMSettings, root: Path, desc: str) -> None:
         self.settings = settings
         self.model_name, self.provider = batch_provider(settings.model)
         self.desc = desc
         self.root = root / "batches"
+        api_key = batch_api_key(settings)
+        self.secret = api_key if settings.api_key_env else None  # scrubbed from error messages
         self.auth: dict[str, Any] = {"custom_llm_provider": self.provider}
         if settings.api_base:
             self.auth["api_base"] = settings.api_base
@@ -100,30 +97,52 @@ class BatchJob:
             self.auth["api_key"] = api_key
         self.batch_id: str | None = None
         self.resumed = False
+        self._lines: list[BatchLine] = []
 
-    def line(self, key: str, messages: list[dict[str, Any]], params: dict[str, Any]) -> BatchLine:
-        return BatchLine(key, {"model": self.model_name, "messages": messages, **params})
+    # ------------------------------------------------------------------- what the client calls
+    async def send(self, requests: Sequence[Request], progress: Progress | None = None, *,
+                   started: float | None = None) -> BatchOutcome:
+        """Every request (one per cache key) as a line of one job; never raises for the job: a job the
+        API refused gives every line its reason. `progress`: a bar shared with other work to advance
+        (else one of its own); `started`: when the stage began, for the replies' latency."""
+        started = time.perf_counter() if started is None else started
+        self._lines = [BatchLine(r.key, {"model": self.model_name, "messages": r.messages, **r.params})
+                       for r in requests]
+        outcome = BatchOutcome()
+        try:
+            replies = await self._run(self._lines, progress) if self._lines else {}
+        except BatchPending as exc:
+            outcome.pending = True
+            replies = {ln.key: BatchReply(None, str(exc)) for ln in self._lines}
+        except Exception as exc:  # the batch API refused the job: every line goes online
+            reason = f"batch not submitted: {describe(exc, self.secret)}"
+            client_log.warning("%s: %s; sending its %d calls online", self.desc, reason, len(self._lines))
+            replies = {ln.key: BatchReply(None, reason) for ln in self._lines}
+        for request in requests:
+            reply = replies[request.key]
+            gen = reply_generation(self.settings, reply, request, started)
+            outcome.replies[request.key] = gen if gen is not None else (reply.error or "an unusable reply")
+        return outcome
 
-    # ------------------------------------------------------------------------------------- run
-    async def run(self, lines: list[BatchLine], progress: Progress | None = None) -> dict[str, BatchReply]:
-        """Replies by custom id for every line (an error reply for a line the batch did not answer);
-        `progress`: a bar shared with other work to advance (else one of its own)."""
+    def forget(self) -> None:
+        """Drop the record of the job (once its replies are cached)."""
+        self._state_path(self._lines).unlink(missing_ok=True)
+
+    # --------------------------------------------------------------------------------- the job
+    async def _run(self, lines: list[BatchLine], progress: Progress | None) -> dict[str, BatchReply]:
+        """Replies by custom id for every line (an error reply for a line the job did not answer)."""
         state = self._state_path(lines)
         batch = await self._resume(state)
         if batch is None:
             batch = await self._submit(lines, state)
         batch = await self._wait(batch, len(lines), progress)
         if batch.status != "completed":
-            self.forget(lines)
+            state.unlink(missing_ok=True)
             return {ln.key: BatchReply(None, f"batch {batch.id} {batch.status}") for ln in lines}
         replies = await self._read(batch)
         for ln in lines:
             replies.setdefault(ln.key, BatchReply(None, f"batch {batch.id} returned no line for this request"))
         return replies
-
-    def forget(self, lines: list[BatchLine]) -> None:
-        """Drop the record of the job (after its replies are cached)."""
-        self._state_path(lines).unlink(missing_ok=True)
 
     def _state_path(self, lines: list[BatchLine]) -> Path:
         digest = hashlib.sha256("\n".join(sorted(ln.key for ln in lines)).encode()).hexdigest()[:32]
@@ -214,74 +233,8 @@ def _parse_line(raw: str) -> tuple[str | None, BatchReply]:
     return line.get("custom_id"), BatchReply(body)
 
 
-async def generate_as_batch(
-    client: BatchHost, requests: list[Request], desc: str, progress: Progress | None = None
-) -> list[Generation]:
-    """`client`'s requests not in its cache as one provider batch, within its budget and counted in its
-    usage; lines the batch failed, or whose reply does not fit the schema, are retried online."""
-    from ragwatch.llm.pricing import call_cost, count_tokens
-
-    started = time.perf_counter()
-    settings = client.settings
-    out: list[Generation | None] = [None] * len(requests)
-    todo: dict[str, list[int]] = {}
-    for i, request in enumerate(requests):
-        gen = await client.cached(request)
-        if gen is not None:
-            out[i] = gen
-        else:
-            todo.setdefault(request.key, []).append(i)
-    if todo:
-        job = BatchJob(settings, batch_api_key(settings), client.cache_root, desc)
-        lines, held = [], {}
-        for key, where in todo.items():
-            request = requests[where[0]]
-            if client.budget is not None:
-                projected = call_cost(settings.model, count_tokens(settings.model, request.messages),
-                                      float(request.params.get("max_tokens") or settings.max_tokens), batch=True)
-                held[key] = client.budget.reserve(projected)
-                if held[key] is None:
-                    for i in where:
-                        out[i] = client.refuse(client.budget.reason())
-                    continue
-            lines.append(job.line(key, request.messages, request.params))
-        pending = False
-        try:
-            replies = await job.run(lines, progress) if lines else {}
-        except BatchPending as exc:
-            pending = True
-            replies = {ln.key: BatchReply(None, str(exc)) for ln in lines}
-        except Exception as exc:  # the batch API refused the job: every line goes online
-            reason = f"batch not submitted: {describe(exc, client.secret())}"
-            client_log.warning("%s: %s; sending its %d calls online", desc, reason, len(lines))
-            replies = {ln.key: BatchReply(None, reason) for ln in lines}
-
-        async def settle(ln: Any) -> None:
-            request, where = requests[todo[ln.key][0]], todo[ln.key]
-            gen = reply_generation(settings, replies[ln.key], request, started)
-            client.settle(held.get(ln.key), gen.cost_usd if gen is not None else 0.0)
-            if gen is not None:
-                await client.keep(request, gen)
-                client.count(gen)
-            elif not pending:  # a failed line, or a reply that does not fit the schema: once more online
-                gen = await client.send(request)  # counts itself
-            else:  # still running at the provider: no second payment now, a re-run picks it up
-                gen = client.refuse(replies[ln.key].error or "batch pending", time.perf_counter() - started)
-            out[where[0]] = gen
-            for i in where[1:]:  # identical requests: one line served them all
-                out[i] = gen.model_copy(update={"cached": True, "cost_usd": 0.0}) if gen.ok else gen
-                client.count(out[i])
-
-        await asyncio.gather(*(settle(ln) for ln in lines))
-        if not pending:
-            job.forget(lines)
-    done = [g for g in out if g is not None]
-    client.record(desc, done, time.perf_counter() - started, batch=True)
-    return done
-
-
 def reply_generation(settings: LLMSettings, reply: BatchReply, request: Request, started: float) -> Generation | None:
-    """A generation from one batch line, priced at the batch rate; None when it needs an online retry."""
+    """A generation from one job line, priced at the batch rate; None when it needs an online retry."""
     from ragwatch.llm.pricing import call_cost
 
     if reply.body is None:
@@ -305,7 +258,7 @@ def reply_generation(settings: LLMSettings, reply: BatchReply, request: Request,
 
 
 def batch_api_key(settings: LLMSettings) -> str | None:
-    """The key a batch job sends: from `api_key_env`, a placeholder for a keyless server, else litellm's own."""
+    """The key a job sends: from `api_key_env`, a placeholder for a keyless server, else litellm's own."""
     s = settings
     if s.api_key_env:
         key = os.environ.get(s.api_key_env)
