@@ -20,6 +20,10 @@ from ragwatch.judges.faithfulness.verify import (
 from ragwatch.judges.faithfulness.verify_evidence import prompt_statements
 from ragwatch.statements import statement_verdicts
 
+# the judge splits the answer into claims (the fake servers answer the splitting call); the options' default
+# takes the answer's sentences
+LLM_SPLIT = {"statements": "llm", "max_statements": 8}
+
 __all__ = ["fake_server"]
 
 
@@ -66,7 +70,7 @@ def oracle(messages):
 
 def test_statement_by_statement_score_and_details(fake_server):
     server = fake_server(oracle)
-    judge = FaithfulnessJudge(server.client(), verify="per_statement")
+    judge = FaithfulnessJudge(server.client(), verify="per_statement", **LLM_SPLIT)
     result = judge.evaluate(
         [sample(1), sample(2)],
         [
@@ -97,7 +101,7 @@ def test_long_contexts_are_refined_over_windows_not_truncated(fake_server):
     server = fake_server(oracle)
     filler = "Nothing relevant here at all. " * 40  # ~1200 chars per passage
     contexts = [filler + "Paris is the capital.", filler, filler + "Louvre is a museum in Paris."]
-    judge = FaithfulnessJudge(server.client(), max_context_tokens=400, verify="per_statement")
+    judge = FaithfulnessJudge(server.client(), max_context_tokens=400, verify="per_statement", **LLM_SPLIT)
     result = judge.evaluate(
         [sample(1)], [answer("Paris is the capital. Louvre is a museum. Rome is old.", contexts)]
     )
@@ -133,7 +137,7 @@ def test_unscorable_items_fail_with_reasons(fake_server):
         return json.dumps({"verdict": "yes", "reason": "ok"})
 
     server = fake_server(script)
-    result = FaithfulnessJudge(server.client(), verify="per_statement").evaluate(
+    result = FaithfulnessJudge(server.client(), verify="per_statement", **LLM_SPLIT).evaluate(
         [sample(i) for i in range(5)],
         [
             answer("  "),
@@ -166,7 +170,7 @@ def test_invalid_verdict_repaired_and_failed_verdict_fails_item(fake_server):
         return json.dumps({"verdict": "maybe", "reason": "r"})
 
     server = fake_server(script)
-    judge = FaithfulnessJudge(server.client(max_repairs=1), verify="per_statement")
+    judge = FaithfulnessJudge(server.client(max_repairs=1), verify="per_statement", **LLM_SPLIT)
     result = judge.evaluate([sample(1)], [answer("Paris. Rome.")])
     no_nan(result)
     # statement 1 was repaired to yes; statement 2 stays unparsable after its repair -> the item fails
@@ -177,13 +181,13 @@ def test_invalid_verdict_repaired_and_failed_verdict_fails_item(fake_server):
 
 
 def test_split_reply_that_fails_is_explicit():
-    result = FaithfulnessJudge(MockLLM("not json")).evaluate([sample(1)], [answer()])
+    result = FaithfulnessJudge(MockLLM("not json"), **LLM_SPLIT).evaluate([sample(1)], [answer()])
     no_nan(result)
     assert result.items[0].error.startswith("splitting the answer into statements: judge call failed")
 
 
 def test_statement_count_is_bounded_by_schema():
-    judge = FaithfulnessJudge(MockLLM(json.dumps({"statements": ["a", "b", "c"]})), max_statements=2)
+    judge = FaithfulnessJudge(MockLLM(json.dumps({"statements": ["a", "b", "c"]})), statements="llm", max_statements=2)
     schema = judge.schema.model_json_schema()
     assert schema["properties"]["statements"]["maxItems"] == 2
     result = judge.evaluate([sample(1)], [answer()])
@@ -202,7 +206,7 @@ def test_weighted_score_is_mean_p_yes(fake_server):
         return prefix + word + tail, [(prefix, {prefix: 1.0}), (word, alts), (tail, {tail: 1.0})]
 
     server = fake_server(script)
-    judge = FaithfulnessJudge(server.client(), use_logprobs=True, verify="per_statement")
+    judge = FaithfulnessJudge(server.client(), use_logprobs=True, verify="per_statement", **LLM_SPLIT)
     result = judge.evaluate([sample(1)], [answer()])
     item = result.items[0]
     assert item.score == 0.5 and [v.p_supported for v in statement_verdicts(item.details)] == pytest.approx([0.8, 0.1])
@@ -219,7 +223,7 @@ ANSWERS = [
 
 
 def _run(server, verify, **kwargs):
-    judge = FaithfulnessJudge(server.client(), verify=verify, **kwargs)
+    judge = FaithfulnessJudge(server.client(), verify=verify, **LLM_SPLIT, **kwargs)
     return judge.evaluate([sample(i) for i in range(len(ANSWERS))], [answer(a, contexts=c) for a, c in ANSWERS])
 
 
@@ -244,7 +248,7 @@ def test_batched_refines_only_unsupported_statements_over_windows(fake_server):
     server = fake_server(oracle)
     filler = "Nothing relevant here at all. " * 40
     contexts = [filler + "Paris is the capital.", filler, filler + "Louvre is a museum in Paris."]
-    judge = FaithfulnessJudge(server.client(), max_context_tokens=400, verify="batched")
+    judge = FaithfulnessJudge(server.client(), max_context_tokens=400, verify="batched", **LLM_SPLIT)
     result = judge.evaluate(
         [sample(1)], [answer("Paris is the capital. Louvre is a museum. Rome is old.", contexts)]
     )
@@ -279,7 +283,8 @@ def _batched_with_logprobs(p_yes: list[float]):
 
 def test_batched_logprobs_give_p_supported_per_statement_and_threshold_decides(fake_server):
     server = fake_server(_batched_with_logprobs([0.9, 0.3, 0.6]))
-    judge = FaithfulnessJudge(server.client(), use_logprobs=True, support_threshold=0.7, verify="batched")
+    judge = FaithfulnessJudge(server.client(), use_logprobs=True, support_threshold=0.7, verify="batched",
+                              **LLM_SPLIT)
     item = judge.evaluate([sample(1)], [answer("Claims.")]).items[0]
     assert [v.p_supported for v in statement_verdicts(item.details)] == pytest.approx([0.9, 0.3, 0.6])
     assert _scores(item) == [1, 0, 0]  # 0.6 < 0.7: not supported, greedy "yes" aside

@@ -46,7 +46,7 @@ JUDGES = {  # name -> (factory, 1-5 scale?)
     "correctness": (lambda llm: CorrectnessJudge(llm), True),
     "correctness_prometheus": (lambda llm: CorrectnessJudge(llm, prompt_family="prometheus"), True),
     "answer_relevance": (lambda llm: AnswerRelevanceJudge(llm), True),
-    "faithfulness": (lambda llm: FaithfulnessJudge(llm), False),
+    "faithfulness": (lambda llm: FaithfulnessJudge(llm, statements="llm", max_statements=8), False),
     "context_relevance": (lambda llm: ContextRelevanceJudge(llm), False),
     "rubric_faithfulness": (lambda llm: RubricJudge(llm), True),
 }

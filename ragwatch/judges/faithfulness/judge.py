@@ -27,14 +27,14 @@ contexts to verify against"; zero statements extracted -> "the judge found no st
 answer"; a statement whose every verification call failed -> failure naming the statement.
 
 Example:
-    >>> result = FaithfulnessJudge(llm, max_statements=8).evaluate(samples, answers)  # doctest: +SKIP
+    >>> judge = FaithfulnessJudge(llm, FaithfulnessOptions(max_statements=8))  # doctest: +SKIP
+    >>> result = judge.evaluate(samples, answers)  # doctest: +SKIP
     >>> [v.verdict for v in statement_verdicts(result.items[0].details)]  # doctest: +SKIP
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
 from typing import Any, Literal
 
 from pydantic import Field
@@ -86,31 +86,28 @@ class FaithfulnessJudge(LLMJudge):
     def __init__(
         self,
         llm: Any,
+        options: FaithfulnessOptions | None = None,
         *,
         model: str | None = None,
-        statements: StatementSource = "llm",
-        max_statements: int = 8,
-        max_context_tokens: int = 1500,
-        verify: VerifyChoice = "evidence",
-        sentences_per_statement: int = 4,
-        support_threshold: float | None = None,
-        few_shot: Sequence[FewShotExample | dict[str, Any]] = (),
         use_logprobs: bool = False,
         name: str = "faithfulness",
         system_fingerprint: str | None = None,
-        cascade: bool = False,
+        **settings: Any,
     ) -> None:
-        if max_statements < 1:
-            raise ValueError(f"max_statements must be >= 1, got {max_statements}")
-        if statements not in ("llm", "sentences"):
-            raise ValueError(f"statements must be 'llm' or 'sentences', not {statements!r}")
-        if verify == "evidence" and few_shot and any("statement" in dict(FewShotExample.model_validate(x).input)
-                                                     for x in few_shot):
+        """Built from its options block (`FaithfulnessOptions`, where every default lives); `settings` are
+        option fields given one by one (`FaithfulnessJudge(llm, verify="batched")`), validated as the block."""
+        if options is not None and settings:
+            raise ValueError(f"give the options block or option fields, not both (got {sorted(settings)})")
+        options = options if options is not None else FaithfulnessOptions.model_validate(settings)
+        statements, max_statements, verify = options.statements, options.max_statements, options.verify
+        max_context_tokens, few_shot, cascade = options.max_context_tokens, options.few_shot, options.cascade
+        if verify == "evidence" and few_shot and any("statement" in ex.input for ex in few_shot):
             raise ValueError("verification few-shot examples ({statement, context} -> {verdict, reason}) are for "
                              "verify: batched or per_statement; the evidence verifier takes none")
+        self.options = options
         self.statements = statements
         prompt_version = PROMPT_VERSION if verify == "evidence" else window_prompt_version(verify)
-        self.cut = judge_cutoff(model, prompt_version, option=support_threshold, use_logprobs=use_logprobs,
+        self.cut = judge_cutoff(model, prompt_version, option=options.support_threshold, use_logprobs=use_logprobs,
                                 features_version=FEATURES_VERSION if verify == "evidence" else None)
         self.calibration = self.cut.calibration
         self.support_threshold = self.cut.cutoff
@@ -125,8 +122,7 @@ class FaithfulnessJudge(LLMJudge):
         self.schema = statements_schema(max_statements)
         self.split_examples: list[dict[str, str]] = []
         examples: list[tuple[str, list[str], VerdictReply]] = []
-        for raw in few_shot:
-            ex = FewShotExample.model_validate(raw)
+        for ex in few_shot:
             if "statement" in ex.input:  # a verification example: {statement, context} -> {verdict, reason}
                 ctx = ex.input.get("context", ex.input.get("contexts", ""))
                 window = [str(c) for c in ctx] if isinstance(ctx, list) else [str(ctx)]
@@ -146,7 +142,7 @@ class FaithfulnessJudge(LLMJudge):
                 )
         self.verifier: Verifier | EvidenceVerifier
         if verify == "evidence":
-            self.verifier = EvidenceVerifier(sentences_per_statement=sentences_per_statement,
+            self.verifier = EvidenceVerifier(sentences_per_statement=options.sentences_per_statement,
                                              use_logprobs=use_logprobs, support_model=self.cut.support_model,
                                              support_threshold=self.support_threshold, cascade=cascade)
         else:
@@ -232,20 +228,8 @@ class FaithfulnessJudge(LLMJudge):
 
 @register_judge("faithfulness", options=FaithfulnessOptions, default=True)
 def build(options: FaithfulnessOptions, deps: JudgeDeps) -> FaithfulnessJudge:
-    return FaithfulnessJudge(
-        deps.llm,
-        model=deps.model,
-        statements=options.statements,
-        max_statements=options.max_statements,
-        max_context_tokens=options.max_context_tokens,
-        verify=options.verify,
-        sentences_per_statement=options.sentences_per_statement,
-        support_threshold=options.support_threshold,
-        few_shot=options.few_shot,
-        use_logprobs=deps.use_logprobs,
-        system_fingerprint=deps.system_fingerprint,
-        cascade=options.cascade,
-    )
+    return FaithfulnessJudge(deps.llm, options, model=deps.model, use_logprobs=deps.use_logprobs,
+                             system_fingerprint=deps.system_fingerprint)
 
 
 def _verdict_text(supported: int, p_supported: float | None) -> str:
