@@ -189,8 +189,8 @@ class Bench:
                                     "completion_tokens": usage.completion_tokens, "cpu_s": cpu}
         if engine is not None and mark is not None:
             delta = engine.stats.since(mark)
-            counters.update(prompt_s=delta.prompt_batch_s, decode_s=delta.decode_batch_s,
-                            decode_steps=delta.decode_batches, sample_s=delta.sample_s, logprob_s=delta.logprob_s,
+            counters.update(prompt_s=delta.prompt_step_s, decode_s=delta.decode_step_s,
+                            decode_steps=delta.decode_steps, sample_s=delta.sample_s, logprob_s=delta.logprob_s,
                             evaluated=delta.prompt_tokens - delta.reused_tokens)
         else:
             perf = probe.read()

@@ -32,8 +32,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from ragwatch.judges.faithfulness.verify import VERIFY_BATCH_SYSTEM  # noqa: E402
-from ragwatch.llm.local import N_THREADS  # noqa: E402
-from ragwatch.llm.models import model_path  # noqa: E402
+from ragwatch.llm.local import N_THREADS, model_path  # noqa: E402
 
 GENERATOR = "qwen2.5-0.5b-instruct"
 JUDGE = "qwen2.5-coder-1.5b-instruct"

@@ -3,7 +3,7 @@
 Models whose packages requirements/models.txt does not install are skipped, and said so.
 """
 
-from ragwatch.llm.models import MODELS, ModelNotInstalledError, model_path
+from ragwatch.llm.local import MODELS, ModelNotInstalledError, model_path
 
 for name in MODELS:
     try:

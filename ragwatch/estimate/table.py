@@ -132,7 +132,7 @@ def wall_time(count: StageCount, settings: LLMSettings) -> float:
 
 def _local_scale(model: str) -> float:
     """How much slower than the reference model a packaged model reads and writes: by its weights' size."""
-    from ragwatch.llm.models import packaged
+    from ragwatch.llm.local import packaged
 
     mine, reference = packaged(model), packaged(LOCAL_REFERENCE_MODEL)
     if mine is None or reference is None:

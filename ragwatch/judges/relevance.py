@@ -212,7 +212,7 @@ def answer_relevance_calibration(model: str | None, prompt_version: str) -> Rele
     """The calibration of this judge model (`local/<name>` or `<name>`) and prompt version, else None."""
     if not model:
         return None
-    from ragwatch.llm.models import packaged
+    from ragwatch.llm.local import packaged
 
     spec = packaged(model)
     name = spec.name if spec is not None else model

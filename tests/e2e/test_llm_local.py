@@ -73,9 +73,9 @@ def test_greedy_grammar_shortcut_decodes_exactly_like_the_full_grammar_check():
     pytest.importorskip("llama_cpp")
     from llama_cpp import Llama, LogitsProcessorList
 
-    from ragwatch.llm.grammar import greedy_grammar_class
-    from ragwatch.llm.local import _LogprobRecorder
-    from ragwatch.llm.models import model_path
+    from ragwatch.llm.local import model_path
+    from ragwatch.llm.local.completion import LogprobRecorder
+    from ragwatch.llm.local.grammar import greedy_grammar_class
 
     schema = {"type": "object", "required": ["verdicts"], "properties": {"verdicts": {
         "type": "array", "minItems": 2, "maxItems": 2, "items": {
@@ -90,7 +90,7 @@ def test_greedy_grammar_shortcut_decodes_exactly_like_the_full_grammar_check():
         try:
             out = []
             for prompt in prompts:
-                recorder = _LogprobRecorder(llm, 3)
+                recorder = LogprobRecorder(llm, 3)
                 result = llm.create_chat_completion(
                     messages=[{"role": "user", "content": prompt}], temperature=0, max_tokens=96,
                     response_format={"type": "json_object", "schema": schema},

@@ -1,4 +1,4 @@
-"""The batch engine of the local provider (ragwatch/llm/batched.py) with the tiny packaged model.
+"""The decode engine of the local runtime (ragwatch/llm/local/decode_engine.py) with the tiny packaged model.
 
 The reference is the serial path (`local.SERIAL = True`: llama-cpp-python's own chat completion, one
 call at a time), on calls shaped like the product's: the faithfulness verification (JSON schema,
@@ -74,7 +74,7 @@ def test_batched_replies_and_logprobs_equal_the_serial_path():
     serial = _run(True, 1)
     batched = _run(False, 4)
     stats = local.engine_stats(NAME)
-    assert stats is not None and stats.decode_batch_seqs > stats.decode_batches  # several sequences per step
+    assert stats is not None and stats.decode_step_seqs > stats.decode_steps  # several sequences per step
     for a, b in zip(serial, batched, strict=True):
         assert a.ok and b.ok, (a.error, b.error)
         assert b.text == a.text
@@ -102,7 +102,7 @@ def test_length_limit_and_sampling_match_the_serial_path():
 def test_reused_prefix_changes_the_floats_on_the_serial_path_too():
     """Why equality needs equal histories: llama.cpp's kernels depend on how many tokens one decode
     holds, so a prompt read from a reused prefix (of the previous call on the serial path, of the
-    slot's own or another slot's on the batch engine) gives slightly different logits than the same
+    slot's own or another slot's on the decode engine) gives slightly different logits than the same
     prompt read whole. The serial path alone shows it: the exact prompt cached (its last token read
     again) vs read from the shared system prefix."""
     local.close_all()

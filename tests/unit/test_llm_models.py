@@ -7,8 +7,7 @@ import re
 
 import pytest
 
-from ragwatch.llm import models
-from ragwatch.llm.models import ModelNotInstalledError, PackagedModel, get_model, model_path
+from ragwatch.llm.local import ModelNotInstalledError, PackagedModel, get_model, model_path, registry
 
 
 @pytest.fixture
@@ -32,8 +31,8 @@ def fake_model(tmp_path, monkeypatch):
         sha256=hashlib.sha256(whole).hexdigest(),
         n_ctx=128,
     )
-    monkeypatch.setitem(models.MODELS, spec.name, spec)
-    monkeypatch.setattr(models, "_verified", {})
+    monkeypatch.setitem(registry.MODELS, spec.name, spec)
+    monkeypatch.setattr(registry, "_verified", {})
     return spec, whole, site
 
 
@@ -43,7 +42,7 @@ def test_parts_are_joined_once_into_the_cache_and_verified(fake_model, tmp_path)
     assert path.parent == tmp_path / "cache" / "models" and path.read_bytes() == whole
     assert not list(path.parent.glob("*.part"))  # no temporary left behind
     mtime = path.stat().st_mtime_ns
-    models._verified.clear()
+    registry._verified.clear()
     assert model_path(spec.name) == path and path.stat().st_mtime_ns == mtime  # not rewritten
 
 
@@ -61,17 +60,17 @@ def test_a_missing_package_says_which_pip_command_installs_it(fake_model):
         sha256="0" * 64,
         n_ctx=8,
     )
-    models.MODELS["absent"] = absent
+    registry.MODELS["absent"] = absent
     try:
         with pytest.raises(ModelNotInstalledError, match=r"package 'nope_pkg_xyz' is missing.*nope-pkg==2.0"):
             model_path("absent")
     finally:
-        del models.MODELS["absent"]
+        del registry.MODELS["absent"]
 
 
 def test_a_corrupt_file_fails_the_sha256_check(fake_model, monkeypatch):
     spec, _, _ = fake_model
-    monkeypatch.setitem(models.MODELS, spec.name, spec.__class__(**{**spec.__dict__, "sha256": "f" * 64}))
+    monkeypatch.setitem(registry.MODELS, spec.name, spec.__class__(**{**spec.__dict__, "sha256": "f" * 64}))
     with pytest.raises(ModelNotInstalledError, match="does not match the pinned sha256"):
         model_path(spec.name)
 
@@ -82,14 +81,14 @@ def test_unknown_model_names_the_known_ones():
 
 
 def test_registry_pins_versions_and_hashes():
-    for spec in models.MODELS.values():
+    for spec in registry.MODELS.values():
         assert all("==" in p for p in spec.packages) and len(spec.sha256) == 64 and spec.size > 0
-    assert models.MODELS["qwen2.5-0.5b-instruct"].size == 491_400_064
+    assert registry.MODELS["qwen2.5-0.5b-instruct"].size == 491_400_064
 
 
 def test_the_registry_carries_no_judge_facts():
     # a judge's cut-off and agreement live with the judge (ragwatch.judges.faithfulness.calibrations)
-    fields = set(models.PackagedModel.__dataclass_fields__)
+    fields = set(registry.PackagedModel.__dataclass_fields__)
     assert not fields & {"support_threshold", "measured"}
-    assert not hasattr(models, "support_threshold_for") and not hasattr(models, "measured_agreement_of")
+    assert not hasattr(registry, "support_threshold_for") and not hasattr(registry, "measured_agreement_of")
 

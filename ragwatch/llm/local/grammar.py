@@ -2,7 +2,8 @@
 greedy sampler that tests the grammar on the best token first.
 
 Both keep greedy replies identical to llama.cpp's full check (`tests/e2e/test_llm_local.py`);
-`benchmarks/grammar_decoding.py` measures the time saved. `local.py` applies them when it loads a model.
+`benchmarks/grammar_decoding.py` measures the time saved. The runtime applies them when it loads a model
+(`ragwatch.llm.local.load`).
 """
 
 from __future__ import annotations

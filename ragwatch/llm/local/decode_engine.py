@@ -1,9 +1,9 @@
-"""Continuous batching for the in-process llama.cpp provider: several requests decode together.
+"""The decode engine of the local runtime: continuous batching, several requests decode together.
 
-`BatchEngine` owns one llama context per model with one KV stream per slot (`n_seq_max = slots`,
+`DecodeEngine` owns one llama context per model with one KV stream per slot (`n_seq_max = slots`,
 each as long as the model's window) and a scheduler thread; callers block in `submit`. A request
 arrives already formatted by llama-cpp-python's chat handler (prompt tokens, grammar, stop strings,
-max_tokens: see `local.chat`), so chat template, JSON-schema grammar and tokenization are those of
+max_tokens: see `completion.py`), so chat template, JSON-schema grammar and tokenization are those of
 the serial path. The thread admits queued requests into free slots, reads their prompts, then
 decodes the next token of every generating slot in one `llama_decode`, and per slot: logprobs from
 the raw logits, the slot's own sampler chain (grammar, greedy), the stop rules of
@@ -17,15 +17,15 @@ slot starting a prompt copies another slot's stream when that one holds a longer
 
 Per-sequence KV streams, not one unified cache: with a unified cache every token's attention spans
 the cells of all slots (and flash attention, which skips them, changes the serial path's numerics).
-llama.cpp runs a multi-stream batch as micro-batches of consecutive sequence ids with equal token
-counts, so the batch lists slots in id order and free slots are filled lowest id first.
+llama.cpp runs a multi-stream step (one `llama_batch` of tokens) as micro-batches of consecutive
+sequence ids with equal token counts, so a step lists slots in id order and free slots are filled lowest id first.
 
-Numerics: the repacked Q4_K kernels multiply 4 rows differently from 1, so a batched decode gives
+Numerics: the repacked Q4_K kernels multiply 4 rows differently from 1, so a multi-slot decode gives
 slightly different logits than a serial one (as the serial path's own logits depend on which prefix
 its previous call left in the cache); with SmolLM2's Q4_1 weights replies and logprobs are identical.
 
 Example:
-    >>> engine = BatchEngine(llama, slots=4)  # llama: a loaded llama_cpp.Llama (shares its weights)
+    >>> engine = DecodeEngine(llama, slots=4)  # llama: a loaded llama_cpp.Llama (shares its weights)
     >>> out = engine.submit(prompt_tokens, max_tokens=64, sampler=llama._init_sampler(temp=0.0))
     >>> out.text, out.finish_reason, out.logprobs
 """
@@ -39,14 +39,14 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-N_BATCH = 512  # prompt tokens per llama_decode, as the serial path's Llama(n_batch=512)
+N_BATCH = 512  # prompt tokens per llama_decode (llama.cpp's n_batch), as the serial path's Llama(n_batch=512)
 # copy another slot's KV stream when it holds at least this many more prompt tokens than the slot
 # itself: llama.cpp copies whole streams (~115 MB for the 1.5B), which pays off beyond a few tokens
 COPY_MIN_TOKENS = 16
 
 
 class EngineError(RuntimeError):
-    """The batched decoder failed (llama_decode error); the requests in flight fail with it."""
+    """The decode engine failed (llama_decode error); the requests in flight fail with it."""
 
 
 class EngineClosedError(EngineError):
@@ -62,14 +62,14 @@ class EngineStats:
     reused_tokens: int = 0  # of which found in the KV cache already (shared prefix)
     copied_tokens: int = 0  # of those, copied from another slot's stream
     generated_tokens: int = 0
-    prompt_batches: int = 0  # llama_decode calls that read prompt tokens (maybe with decode tokens too)
-    prompt_batch_s: float = 0.0
-    decode_batches: int = 0  # llama_decode calls with generating slots only
-    decode_batch_s: float = 0.0
-    decode_batch_seqs: int = 0  # sum over decode-only batches of the slots they advanced
+    prompt_steps: int = 0  # llama_decode calls that read prompt tokens (maybe with decode tokens too)
+    prompt_step_s: float = 0.0
+    decode_steps: int = 0  # llama_decode calls with generating slots only
+    decode_step_s: float = 0.0
+    decode_step_seqs: int = 0  # sum over decode-only steps of the slots they advanced
     sample_s: float = 0.0  # sampler chains (grammar, greedy)
     logprob_s: float = 0.0  # log-softmax and top-k of the raw logits
-    bookkeeping_s: float = 0.0  # detokenizing, stop checks, batch filling, admission
+    bookkeeping_s: float = 0.0  # detokenizing, stop checks, step filling, admission
     busy_s: float = 0.0  # wall time with at least one request in a slot
 
     def since(self, mark: EngineStats) -> EngineStats:
@@ -124,7 +124,7 @@ def _common_prefix(a: list[int], b: list[int]) -> int:
     return n
 
 
-class BatchEngine:
+class DecodeEngine:
     """A scheduler thread decoding the requests of up to `slots` callers together on one model."""
 
     def __init__(self, llama: Any, slots: int, *, n_ctx: int | None = None, n_batch: int = N_BATCH,
@@ -150,7 +150,7 @@ class BatchEngine:
             params.n_threads = params.n_threads_batch = n_threads
         self._ctx = _internals.LlamaContext(model=llama._model, params=params, verbose=False)
         self._mem = llama_cpp.llama_get_memory(self._ctx.ctx)
-        self._batch = llama_cpp.llama_batch_init(self.n_batch, 0, 1)
+        self._llama_batch = llama_cpp.llama_batch_init(self.n_batch, 0, 1)
         self._n_vocab = llama.n_vocab()
         self._vocab = llama._model.vocab
         self._slots = [_Slot(i) for i in range(slots)]
@@ -159,7 +159,7 @@ class BatchEngine:
         self._stopping = False
         self._admitted = 0
         self.stats = EngineStats()
-        self._thread = threading.Thread(target=self._run, name="ragwatch-llama-batch", daemon=True)
+        self._thread = threading.Thread(target=self._run, name="ragwatch-decode-engine", daemon=True)
         self._thread.start()
 
     # ------------------------------------------------------------------------------ public API
@@ -197,7 +197,7 @@ class BatchEngine:
         if self._ctx is not None:
             import llama_cpp
 
-            llama_cpp.llama_batch_free(self._batch)
+            llama_cpp.llama_batch_free(self._llama_batch)
             self._ctx.close()
             self._ctx = None
 
@@ -227,7 +227,7 @@ class BatchEngine:
                 self._step()
             except Exception as exc:  # a decode failure must not strand the callers
                 with self._cond:
-                    self._fail_all(EngineError(f"local batched decoding failed: {exc}"), queued=False)
+                    self._fail_all(EngineError(f"the local decode engine failed: {exc}"), queued=False)
             self.stats.busy_s += time.perf_counter() - started
 
     def _admit(self) -> int:
@@ -321,7 +321,7 @@ class BatchEngine:
         4 rows 75 ms, 8 rows 135 ms). A prompt chunk never shares a decode with other sequences: it
         is read in the serial path's chunks (n_batch tokens from the reused prefix on), so its KV
         and first logits are computed as there; with one KV stream per sequence llama.cpp would run
-        a mixed batch as separate micro-batches anyway.
+        a mixed step as separate micro-batches anyway.
         """
         readers = [s for s in self._slots if s.request is not None and s.pending]
         if readers:
@@ -346,36 +346,37 @@ class BatchEngine:
             self._advance(slot, index)
 
     def _decode(self, parts: list[tuple[_Slot, list[int]]], *, prompt: bool) -> None:
-        """Fill the batch (slots in id order, logits for the last token of each part) and decode it."""
+        """Fill one step's `llama_batch` (slots in id order, logits for the last token of each part) and
+        decode it."""
         import llama_cpp
 
         t0 = time.perf_counter()
-        batch = self._batch
+        llama_batch = self._llama_batch
         n = 0
         for slot, tokens in parts:
             pos = len(slot.cached)
             for k, token in enumerate(tokens):
-                batch.token[n] = token
-                batch.pos[n] = pos + k
-                batch.n_seq_id[n] = 1
-                batch.seq_id[n][0] = slot.seq_id
-                batch.logits[n] = k == len(tokens) - 1
+                llama_batch.token[n] = token
+                llama_batch.pos[n] = pos + k
+                llama_batch.n_seq_id[n] = 1
+                llama_batch.seq_id[n][0] = slot.seq_id
+                llama_batch.logits[n] = k == len(tokens) - 1
                 n += 1
-        batch.n_tokens = n
+        llama_batch.n_tokens = n
         t1 = time.perf_counter()
-        rc = llama_cpp.llama_decode(self._ctx.ctx, batch)
+        rc = llama_cpp.llama_decode(self._ctx.ctx, llama_batch)
         t2 = time.perf_counter()
         if rc != 0:
             raise EngineError(f"llama_decode returned {rc}")
         stats = self.stats
         stats.bookkeeping_s += t1 - t0
         if prompt:
-            stats.prompt_batches += 1
-            stats.prompt_batch_s += t2 - t1
+            stats.prompt_steps += 1
+            stats.prompt_step_s += t2 - t1
         else:
-            stats.decode_batches += 1
-            stats.decode_batch_s += t2 - t1
-            stats.decode_batch_seqs += len(parts)
+            stats.decode_steps += 1
+            stats.decode_step_s += t2 - t1
+            stats.decode_step_seqs += len(parts)
 
     def _advance(self, slot: _Slot, index: int) -> None:
         """Sample the slot's next token from the logits at `index` and apply the stop rules."""
