@@ -12,7 +12,7 @@ instead of 3).
 
 Measured with the monitor's own code: `evaluate_logged` (the system-as-run metrics: what the monitor
 measures on every answer of a window, no LLM call, no judge) once per system, then the drift decision
-(`ragwatch.logs.drift.decide`, what `compare_windows` runs: unpaired MOVER intervals, Holm over the
+(`ragwatch.monitoring.drift.decide`, what `compare_windows` runs: unpaired MOVER intervals, Holm over the
 metrics for "drift", two one-sided tests per metric for "no drift") on seeded windows of n answers with
 DISJOINT questions:
 - no drift: two windows of the same system; a false alarm when any metric reads "drift"; "all no
@@ -58,14 +58,15 @@ from gate_power import extractive_reply  # noqa: E402
 
 from ragwatch.corpus.chunking import ChunkingSettings, chunk_documents  # noqa: E402
 from ragwatch.corpus.documents import load_documents  # noqa: E402
+from ragwatch.evalset.logged import log_samples  # noqa: E402
 from ragwatch.indexing.index import Index  # noqa: E402
 from ragwatch.judges import JudgesConfig  # noqa: E402
 from ragwatch.llm.client import LLMClient  # noqa: E402
 from ragwatch.llm.types import LLMSettings  # noqa: E402
-from ragwatch.logs.drift import DriftRow, Pair, decide  # noqa: E402
-from ragwatch.logs.evaluate import evaluate_logged, log_samples  # noqa: E402
-from ragwatch.logs.records import LogContext, LogRecord  # noqa: E402
-from ragwatch.logs.settings import DriftSettings  # noqa: E402
+from ragwatch.logsources.records import LogContext, LogRecord  # noqa: E402
+from ragwatch.monitoring.drift import DriftRow, Pair, decide  # noqa: E402
+from ragwatch.monitoring.evaluate import evaluate_logged  # noqa: E402
+from ragwatch.monitoring.settings import DriftSettings  # noqa: E402
 from ragwatch.rag import BuiltinRAG, RagSettings  # noqa: E402
 from ragwatch.results import MetricInfo  # noqa: E402
 from ragwatch.retrieval import MatchSettings  # noqa: E402

@@ -32,9 +32,9 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from ragwatch.logs.feedback import attach_feedback  # noqa: E402
-from ragwatch.logs.records import Feedback  # noqa: E402
-from ragwatch.logs.settings import FeedbackSettings  # noqa: E402
+from ragwatch.logsources.records import Feedback  # noqa: E402
+from ragwatch.monitoring.feedback import attach_feedback  # noqa: E402
+from ragwatch.monitoring.settings import FeedbackSettings  # noqa: E402
 from ragwatch.results import ItemScore, MetricInfo, MetricResult  # noqa: E402
 from ragwatch.types import EvalSample  # noqa: E402
 

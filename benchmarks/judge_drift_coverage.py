@@ -1,4 +1,4 @@
-"""Coverage of the corrected-level difference's interval (`ragwatch.logs.judge_drift.corrected_diff`) by
+"""Coverage of the corrected-level difference's interval (`ragwatch.monitoring.judge_drift.corrected_diff`) by
 simulation: two windows of answers, each judged by its own judge, and an anchor of labelled items both
 judges scored; the judges err on the answers as on the anchor (the correction's assumption).
 
@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ragwatch.logs.judge_drift import corrected_diff
+from ragwatch.monitoring.judge_drift import corrected_diff
 
 # (old judge's true/false positive rates, new judge's)
 SETTINGS = [((0.85, 0.30), (0.85, 0.30)), ((0.85, 0.30), (0.97, 0.60)), ((0.90, 0.10), (0.70, 0.30)),

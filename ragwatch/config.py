@@ -26,11 +26,11 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from ragwatch.corpus.chunking import ChunkingSettings
 from ragwatch.decision.thresholds import GateThresholds
 from ragwatch.evalset.assemble import EvalSetConfig, WithoutReference
+from ragwatch.evalset.logged import LogInput
 from ragwatch.indexing.bm25 import BM25Settings
 from ragwatch.indexing.embeddings import EmbeddingSettings
 from ragwatch.judges.config import JudgesConfig
 from ragwatch.llm.types import LLMSettings, SystemGeneratorSettings
-from ragwatch.log_settings import LogInput
 from ragwatch.presets import preset
 from ragwatch.rag import RagSettings
 from ragwatch.report.summary import ReportSettings

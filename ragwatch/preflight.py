@@ -117,7 +117,7 @@ def _evalset_problems(config: FullConfig) -> list[str]:
 
 def _log_problems(config: FullConfig) -> list[str]:
     """A log as the evaluation set: the file is there and holds at least one answer."""
-    from ragwatch.logs.read import read_log
+    from ragwatch.logsources.read import read_log
 
     assert config.logs is not None
     try:

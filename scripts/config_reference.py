@@ -33,7 +33,7 @@ from ragwatch.calibration import CalibrationSettings  # noqa: E402
 from ragwatch.config import FullConfig  # noqa: E402
 from ragwatch.judges import registry  # noqa: E402
 from ragwatch.judges.config import JudgesConfig  # noqa: E402
-from ragwatch.logs.settings import MonitorConfig  # noqa: E402
+from ragwatch.monitoring.settings import MonitorConfig  # noqa: E402
 
 OUT = ROOT / "docs" / "reference" / "config.md"
 # Every config file a command reads: (model, section title, anchor and key prefix of its blocks). The judges'

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ragwatch.judges.base import neutralize
-from ragwatch.logs.anchor import SHIPPED
+from ragwatch.monitoring.anchor import SHIPPED
 from tests.fake_llm_server import first_user_text
 
 ON_TOPIC = "zenml stack register"

@@ -2,7 +2,7 @@
 
 A logged answer is evaluated as it was given: no system is called, no generator runs (its usage is
 zero by construction). The answer travels with its evaluation sample (`sample.metadata["logged_answer"]`,
-written by `ragwatch.logs.evaluate.log_samples`), so the evaluation path is the same as for any other
+written by `ragwatch.evalset.logged.log_samples`), so the evaluation path is the same as for any other
 system: `answer_samples(samples)` returns the logged answers in the samples' order.
 
 Example:

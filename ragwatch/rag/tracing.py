@@ -1,7 +1,7 @@
 """Optional OpenInference tracing of the built-in system: each answered question is sent, as it is
 answered, to an OTLP/HTTP collector (Arize Phoenix's `/v1/traces`) as one trace: a CHAIN root span
 (question in, answer out), a RETRIEVER child (`retrieval.documents.N.document.{id,content,score,metadata}`)
-and an LLM child (prompt, answer, token counts). The span shape `ragwatch/logs/openinference.py` reads
+and an LLM child (prompt, answer, token counts). The span shape `ragwatch/logsources/openinference.py` reads
 back, so `monitor` with `logs.format: phoenix` evaluates what the system sent.
 
 Off unless `evaluate.system.rag.trace` is set. OpenTelemetry is imported only when a tracer is built, so

@@ -10,7 +10,7 @@ import pytest
 
 from ragwatch.config import FullConfig
 from ragwatch.config_loader import REFERENCE_PAGE, ConfigError, load_config
-from ragwatch.logs.settings import MonitorConfig
+from ragwatch.monitoring.settings import MonitorConfig
 from ragwatch.preflight import preflight
 
 ROOT = Path(__file__).resolve().parents[2]

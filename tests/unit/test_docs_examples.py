@@ -13,7 +13,7 @@ import pytest
 
 from ragwatch.config import FullConfig
 from ragwatch.config_loader import load_config
-from ragwatch.logs.settings import MonitorConfig
+from ragwatch.monitoring.settings import MonitorConfig
 from ragwatch.preflight import preflight
 from ragwatch.rag.http import HttpRAG
 

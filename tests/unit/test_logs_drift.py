@@ -10,9 +10,9 @@ import random
 import numpy as np
 import pytest
 
-from ragwatch.logs.drift import DriftComparison, DriftRow, Pair, compare_windows, decide
-from ragwatch.logs.drift_size import Seen, answers_to_decide, decide_probability, round_up
-from ragwatch.logs.settings import DriftSettings
+from ragwatch.monitoring.drift import DriftComparison, DriftRow, Pair, compare_windows, decide
+from ragwatch.monitoring.drift_size import Seen, answers_to_decide, decide_probability, round_up
+from ragwatch.monitoring.settings import DriftSettings
 from ragwatch.results import ItemScore, MetricInfo, MetricResult
 from ragwatch.statistics.intervals import unpaired_diff_interval
 

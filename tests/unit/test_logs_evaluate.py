@@ -10,13 +10,14 @@ from pathlib import Path
 
 import pytest
 
+from ragwatch.evalset.logged import log_samples, logged_answer
 from ragwatch.judges import JudgesConfig
 from ragwatch.llm.types import LLMSettings
-from ragwatch.logs.evaluate import NO_RELEVANCE, evaluate_answers, evaluate_logged, log_samples, logged_answer
-from ragwatch.logs.records import LogContext, LogRecord
-from ragwatch.logs.settings import WindowSettings
-from ragwatch.logs.tabular import read_tabular
-from ragwatch.logs.window import by_version, select_windows
+from ragwatch.logsources.records import LogContext, LogRecord
+from ragwatch.logsources.tabular import read_tabular
+from ragwatch.monitoring.evaluate import NO_RELEVANCE, evaluate_answers, evaluate_logged
+from ragwatch.monitoring.settings import MonitorWindow
+from ragwatch.monitoring.windows import by_version, select_windows
 from ragwatch.rag import CallableRAG, RagSettings, build_rag
 from ragwatch.rag.logged import LoggedRAG
 
@@ -76,16 +77,16 @@ def _records(n: int, day: datetime, version: str = "v1", support: float = 1.0, s
 def test_windows_end_at_the_last_day_and_sample_to_the_budget():
     day = datetime(2026, 11, 20, tzinfo=UTC)
     records = _records(50, day - timedelta(days=2)) + _records(30, day - timedelta(days=1)) + _records(300, day)
-    windows = select_windows(records, WindowSettings(budget=100, seed=3))
+    windows = select_windows(records, MonitorWindow(budget=100, seed=3))
     assert windows.current.start == day and len(windows.current.records) == 100
     assert windows.current.n_population == 300 and windows.current.inclusion_prob == pytest.approx(1 / 3)
     assert windows.previous.n_population == 30 and windows.previous.inclusion_prob == 1.0
     assert windows.reference.start == day - timedelta(days=2) and windows.reference.n_population == 50
-    again = select_windows(records, WindowSettings(budget=100, seed=3))
+    again = select_windows(records, MonitorWindow(budget=100, seed=3))
     assert [r.trace_id for r in again.current.records] == [r.trace_id for r in windows.current.records]
-    other = select_windows(records, WindowSettings(budget=100, seed=4))
+    other = select_windows(records, MonitorWindow(budget=100, seed=4))
     assert [r.trace_id for r in other.current.records] != [r.trace_id for r in windows.current.records]
-    at = select_windows(records, WindowSettings(), at="2026-11-20T00:00:00Z", length="12h")
+    at = select_windows(records, MonitorWindow(), at="2026-11-20T00:00:00Z", length="12h")
     assert at.current.n_population == 0 and at.previous.n_population == 30
 
 
@@ -94,7 +95,7 @@ def test_sampling_keeps_every_answer_equally_likely():
     records = _records(20, day)
     counts = dict.fromkeys((r.trace_id for r in records), 0)
     for seed in range(2000):
-        for r in select_windows(records, WindowSettings(budget=5, seed=seed)).current.records:
+        for r in select_windows(records, MonitorWindow(budget=5, seed=seed)).current.records:
             counts[r.trace_id] += 1
     shares = [c / 2000 for c in counts.values()]
     assert min(shares) > 0.2 and max(shares) < 0.3  # each 5/20 = 0.25
@@ -103,21 +104,21 @@ def test_sampling_keeps_every_answer_equally_likely():
 def test_versions_split_the_window():
     day = datetime(2026, 11, 20, tzinfo=UTC)
     records = _records(10, day, "v1") + _records(5, day, "v2")
-    groups = by_version(select_windows(records, WindowSettings()).current)
+    groups = by_version(select_windows(records, MonitorWindow()).current)
     assert {v: len(w.records) for v, w in groups.items()} == {"v1": 10, "v2": 5}
-    sampled = by_version(select_windows(records, WindowSettings(budget=6)).current)
+    sampled = by_version(select_windows(records, MonitorWindow(budget=6)).current)
     assert {v: w.n_population for v, w in sampled.items()} == {"v1": 10, "v2": 5}  # counted, not guessed
     assert sum(len(w.records) for w in sampled.values()) == 6
 
 
 def test_costless_metrics_see_the_whole_window_and_judges_the_sample(tmp_path, monkeypatch):
     """The budget bounds LLM calls: context support is measured on all 40 answers, the judge on the 10 sampled."""
-    from ragwatch.logs.monitor import evaluate_window
-    from ragwatch.logs.settings import MonitorConfig
+    from ragwatch.monitoring.monitor import evaluate_window
+    from ragwatch.monitoring.settings import MonitorConfig
 
     monkeypatch.setenv("RAGWATCH_CACHE_DIR", str(tmp_path))
     day = datetime(2026, 11, 20, tzinfo=UTC)
-    window = select_windows(_records(40, day, support=0.7), WindowSettings(budget=10, seed=1)).current
+    window = select_windows(_records(40, day, support=0.7), MonitorWindow(budget=10, seed=1)).current
     assert len(window.records) == 10 and len(window.all_records) == 40 and window.inclusion_prob == 0.25
     assert "10 of 40 answers sampled for the judges" in window.describe()
     config = MonitorConfig(logs={"path": str(LOGS / "answers.jsonl")}, judges=_judge(4))
@@ -131,8 +132,8 @@ def test_costless_metrics_see_the_whole_window_and_judges_the_sample(tmp_path, m
 
 
 def test_feedback_labels_the_metric_it_means_and_the_rest_is_reported_beside(tmp_path, monkeypatch):
-    from ragwatch.logs.feedback import attach_feedback
-    from ragwatch.logs.settings import FeedbackSettings
+    from ragwatch.monitoring.feedback import attach_feedback
+    from ragwatch.monitoring.settings import FeedbackSettings
 
     monkeypatch.setenv("RAGWATCH_CACHE_DIR", str(tmp_path))
     samples = log_samples(read_tabular(LOGS / "answers.jsonl").records)

@@ -11,19 +11,19 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ragwatch.logs.evaluate import log_samples
-from ragwatch.logs.feedback import (
+from ragwatch.evalset.logged import log_samples
+from ragwatch.logsources.records import Feedback, LogContext, LogReadResult, LogRecord
+from ragwatch.monitoring.feedback import (
     SELF_SELECTED,
     FeedbackSummary,
     attach_feedback,
     feedback_changes,
     label_noise,
 )
-from ragwatch.logs.monitor import evaluate_window, monitor_report
-from ragwatch.logs.records import Feedback, LogContext, LogReadResult, LogRecord
-from ragwatch.logs.report import report_html, report_text
-from ragwatch.logs.settings import FeedbackSettings, MonitorConfig
-from ragwatch.logs.window import select_windows
+from ragwatch.monitoring.monitor import evaluate_window, monitor_report
+from ragwatch.monitoring.report import report_html, report_text
+from ragwatch.monitoring.settings import FeedbackSettings, MonitorConfig
+from ragwatch.monitoring.windows import select_windows
 from ragwatch.results import ItemScore, MetricInfo, MetricResult
 from ragwatch.statistics.intervals import mean_interval, unpaired_diff_interval
 from ragwatch.statistics.ppi import ppi_mean

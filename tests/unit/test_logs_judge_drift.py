@@ -9,13 +9,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ragwatch.logs.anchor import AnchorRun, JudgeIdentity, anchored_metrics, load_anchor
-from ragwatch.logs.judge_drift import compare_runs, corrected_diff, rogan_gladen
-from ragwatch.logs.monitor import evaluate_window, monitor_report
-from ragwatch.logs.read import read_log
-from ragwatch.logs.report import report_text
-from ragwatch.logs.settings import AnchorSettings, MonitorConfig
-from ragwatch.logs.window import select_windows
+from ragwatch.logsources.read import read_log
+from ragwatch.monitoring.anchor import AnchorRun, JudgeIdentity, anchored_metrics, load_anchor
+from ragwatch.monitoring.judge_drift import compare_runs, corrected_diff, rogan_gladen
+from ragwatch.monitoring.monitor import evaluate_window, monitor_report
+from ragwatch.monitoring.report import report_text
+from ragwatch.monitoring.settings import AnchorSettings, MonitorConfig
+from ragwatch.monitoring.windows import select_windows
 from tests.fake_llm_server import FakeLLMServer
 from tests.planted_judge import PlantedJudge, write_log
 
@@ -192,7 +192,7 @@ def test_a_planted_system_change_reads_system_drift_with_the_judge_unchanged(tmp
 
 
 def test_the_estimate_counts_the_anchor_once_with_the_cache_and_per_window_without(tmp_path, monkeypatch):
-    from ragwatch.logs.estimate import estimate_monitor
+    from ragwatch.monitoring.estimate import estimate_monitor
 
     monkeypatch.setenv("RAGWATCH_CACHE_DIR", str(tmp_path / "cache"))
     write_log(tmp_path / "log.jsonl", {0: 0.7, 1: 0.7}, per_day=10)
@@ -209,7 +209,7 @@ def test_the_estimate_counts_the_anchor_once_with_the_cache_and_per_window_witho
 def test_a_window_whose_anchor_labels_are_missing_is_still_evaluated_and_says_so(tmp_path, monkeypatch):
     import json
 
-    from ragwatch.logs import anchor
+    from ragwatch.monitoring import anchor
 
     monkeypatch.setenv("RAGWATCH_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setitem(anchor.SHIPPED, "answer_relevance", ("answers", [tmp_path / "gone.jsonl"]))

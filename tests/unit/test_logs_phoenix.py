@@ -11,12 +11,12 @@ from typing import ClassVar
 
 import pytest
 
-from ragwatch.log_settings import LogSettings, PhoenixSource
-from ragwatch.logs.monitor import evaluate_window, monitor_report
-from ragwatch.logs.phoenix_annotate import annotate_window
-from ragwatch.logs.read import read_log
-from ragwatch.logs.settings import MonitorConfig
-from ragwatch.logs.window import select_windows
+from ragwatch.logsources.read import read_log
+from ragwatch.logsources.settings import LogSettings, PhoenixSource
+from ragwatch.monitoring.monitor import evaluate_window, monitor_report
+from ragwatch.monitoring.phoenix_annotate import annotate_window
+from ragwatch.monitoring.settings import MonitorConfig
+from ragwatch.monitoring.windows import select_windows
 
 SPANS = [json.loads(line) for line in (Path(__file__).resolve().parent.parent / "data" / "logs" / "spans.jsonl")
          .read_text().splitlines() if line.startswith("{\"")]

@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from ragwatch.log_settings import LogColumns, LogSettings, parse_duration
-from ragwatch.logs.feedback_parse import parse_feedback
-from ragwatch.logs.langfuse import read_langfuse
-from ragwatch.logs.openinference import read_openinference
-from ragwatch.logs.read import read_log
-from ragwatch.logs.tabular import read_tabular
+from ragwatch.logsources.feedback_parse import parse_feedback
+from ragwatch.logsources.langfuse import read_langfuse
+from ragwatch.logsources.openinference import read_openinference
+from ragwatch.logsources.read import read_log
+from ragwatch.logsources.settings import LogColumns, LogSettings, parse_duration
+from ragwatch.logsources.tabular import read_tabular
 
 LOGS = Path(__file__).resolve().parent.parent / "data" / "logs"
 

@@ -19,8 +19,8 @@ from pydantic import ValidationError
 from test_rag import DOCS, HashEmbedder, RecordingLLM, index
 
 from ragwatch.llm import LLMSettings
-from ragwatch.logs.openinference import read_spans
-from ragwatch.logs.records import LogReadResult
+from ragwatch.logsources.openinference import read_spans
+from ragwatch.logsources.records import LogReadResult
 from ragwatch.rag import BuiltinRAG, RagSettings
 from ragwatch.rag.tracing import TraceSettings
 

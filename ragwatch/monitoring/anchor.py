@@ -33,7 +33,7 @@ from pydantic import BaseModel, Field
 
 from ragwatch.calibration.loaders import CalibrationItem, load_calibration_set, stratified_sample, to_eval_pairs
 from ragwatch.judges import JudgesConfig
-from ragwatch.logs.settings import AnchorSettings
+from ragwatch.monitoring.settings import AnchorSettings
 from ragwatch.results import MetricResult
 from ragwatch.statistics.agreement import balanced_accuracy, cohen_kappa
 

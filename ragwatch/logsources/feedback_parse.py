@@ -14,7 +14,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from ragwatch.logs.records import Feedback
+from ragwatch.logsources.records import Feedback
 
 _UP = {"up", "thumbs_up", "thumbsup", "+1", "👍", "positive", "yes", "true", "good", "like"}
 _DOWN = {"down", "thumbs_down", "thumbsdown", "-1", "👎", "negative", "no", "false", "bad", "dislike"}

@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from ragwatch.logs.records import LogReadResult
+from ragwatch.logsources.records import LogReadResult
 from ragwatch.rows import json_object, open_bytes, text_lines
 
 QUESTION_KEYS = ("question", "query", "query_str", "input", "user_input", "text", "content")

@@ -38,8 +38,8 @@ import numpy as np
 from pydantic import BaseModel, Field
 
 from ragwatch.fmt import fmt_num, fmt_signed
-from ragwatch.logs.records import Feedback
-from ragwatch.logs.settings import FeedbackSettings
+from ragwatch.logsources.records import Feedback
+from ragwatch.monitoring.settings import FeedbackSettings
 from ragwatch.results import ItemScore, MetricResult
 from ragwatch.statistics.intervals import mean_interval, unpaired_diff_interval
 from ragwatch.statistics.ppi import ppi_mean

@@ -1,6 +1,5 @@
-"""What a log is as configuration: where it is, its format, its column names, and (as an evaluation
-set) which window of it. Shared by `ragwatch.config` (`FullConfig.logs`) and `ragwatch.logs`; it
-imports neither, so the two stay apart."""
+"""What a log is as configuration: where it is, its format, its column names, the Phoenix server it
+comes from, and how a length of time is written ("1d")."""
 
 from __future__ import annotations
 
@@ -8,7 +7,7 @@ import re
 from datetime import timedelta
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from ragwatch.rows import data_suffix
 
@@ -106,22 +105,3 @@ class LogSettings(_Strict):
             raise ValueError(f"logs.format: cannot tell the format of {self.path!r} from its extension; "
                              "set format: jsonl, csv, openinference or langfuse")
         return self
-
-
-class LogInput(LogSettings):
-    """A log as the evaluation set of `testset` / `evaluate` (FullConfig `logs:`): its last `window`
-    (e.g. "7d"; None: the whole log), sampled to `budget` answers (None: all), seeded."""
-
-    window: str | None = None
-    """The log's last window to use, e.g. "7d" (null: the whole log)."""
-    budget: int | None = Field(default=None, ge=2)
-    """Answers sampled from the window, seeded (null: all)."""
-    seed: int = 0
-    """The sampling seed."""
-
-    @field_validator("window")
-    @classmethod
-    def _duration(cls, value: str | None) -> str | None:
-        if value is not None:
-            parse_duration(value)
-        return value

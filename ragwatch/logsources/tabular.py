@@ -17,9 +17,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ragwatch.log_settings import LogColumns
-from ragwatch.logs.feedback_parse import parse_feedback
-from ragwatch.logs.records import LogContext, LogReadResult, LogRecord, collect, parse_timestamp, string_list
+from ragwatch.logsources.feedback_parse import parse_feedback
+from ragwatch.logsources.records import LogContext, LogReadResult, LogRecord, collect, parse_timestamp, string_list
+from ragwatch.logsources.settings import LogColumns
 from ragwatch.rows import data_suffix, read_rows, text_lines
 
 

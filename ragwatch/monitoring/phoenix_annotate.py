@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ragwatch.log_settings import PhoenixSource
-from ragwatch.logs.monitor import MonitorReport, WindowEvaluation
-from ragwatch.logs.phoenix import call
+from ragwatch.logsources.phoenix import call
+from ragwatch.logsources.settings import PhoenixSource
+from ragwatch.monitoring.monitor import MonitorReport, WindowEvaluation
 
 
 def window_annotations(source: PhoenixSource, report: MonitorReport, current: WindowEvaluation
@@ -20,8 +20,7 @@ def window_annotations(source: PhoenixSource, report: MonitorReport, current: Wi
     window as the label, the answer's context support as the score, every metric's verdict explained."""
     first = report.comparisons[0] if report.comparisons else None
     verdicts = first.verdicts() if first else {}
-    label = ("drift" if "drift" in verdicts.values() else "no drift" if verdicts and set(verdicts.values()) == {
-        "no drift"} else "undecided")
+    label = first.verdict.verdict if first else "undecided"
     explanation = (f"ragwatch monitor, window {current.window.name}: {report.verdict_line()}. "
                    + (f"{first.label} ({first.old_window}, unpaired): "
                       + "; ".join(f"{m} {v}" for m, v in verdicts.items()) if first else "no earlier window"))

@@ -1,6 +1,6 @@
 """Arize Phoenix as a trace source, through its REST API (stdlib HTTP: no Phoenix package here):
 pull a project's spans (OpenInference, read by `openinference.read_spans`). Writing the monitor's
-verdicts back is `ragwatch.logs.phoenix_annotate` (the monitoring side; a source knows no monitor).
+verdicts back is `ragwatch.monitoring.phoenix_annotate` (the monitoring side; a source knows no monitor).
 
 Example:
     >>> log = pull_spans(PhoenixSource(url="http://127.0.0.1:6006"))  # doctest: +SKIP
@@ -13,9 +13,9 @@ import urllib.parse
 import urllib.request
 from typing import Any
 
-from ragwatch.log_settings import PhoenixSource
-from ragwatch.logs.openinference import EXPECTED, read_spans
-from ragwatch.logs.records import LogReadResult
+from ragwatch.logsources.openinference import EXPECTED, read_spans
+from ragwatch.logsources.records import LogReadResult
+from ragwatch.logsources.settings import PhoenixSource
 
 TIMEOUT_S = 30.0
 

@@ -1,7 +1,7 @@
 """Judge drift apart from system drift: two windows' judges compared on the anchor, and the judged
 metrics compared on levels corrected for each window's judge.
 
-For each anchored judge (`ragwatch.logs.anchor`), the two windows' runs on the same anchor items give:
+For each anchored judge (`ragwatch.monitoring.anchor`), the two windows' runs on the same anchor items give:
 - **judge drift**: the judge's identity changed (model, prompt, options, calibration), or its mean
   verdict on the anchor moved (the paired difference's interval excludes 0); the figures: n, Cohen's
   kappa and balanced accuracy against the labels, before and after, and the level before and after
@@ -16,7 +16,7 @@ For each anchored judge (`ragwatch.logs.anchor`), the two windows' runs on the s
   windows' corrected levels gets a percentile bootstrap interval that resamples each window's answers
   and the anchor's items of each label (paired across the two judges); resamples where a judge tells
   nothing apart count at both ends, so such a judge widens the interval rather than hides it. These
-  rows enter the window's Holm step-down with the other metrics (`ragwatch.logs.drift.decide`).
+  rows enter the window's Holm step-down with the other metrics (`ragwatch.monitoring.drift.decide`).
 
 Example:
     >>> rows, pairs = judge_drift(new_judges, old_judges, new_metrics, old_metrics)  # doctest: +SKIP
@@ -31,9 +31,9 @@ import numpy as np
 from pydantic import BaseModel, Field
 
 from ragwatch.fmt import fmt_num, fmt_signed
-from ragwatch.logs.anchor import AnchorRun, WindowJudges, corrected_metric, verdict_values
-from ragwatch.logs.drift import DriftComparison, Pair, decide
-from ragwatch.logs.settings import DriftSettings
+from ragwatch.monitoring.anchor import AnchorRun, WindowJudges, corrected_metric, verdict_values
+from ragwatch.monitoring.drift import DriftComparison, Pair, decide
+from ragwatch.monitoring.settings import DriftSettings
 from ragwatch.results import MetricResult
 from ragwatch.statistics.intervals import paired_diff_interval
 

@@ -23,8 +23,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ragwatch.logs.feedback_parse import parse_feedback
-from ragwatch.logs.records import (
+from ragwatch.logsources.feedback_parse import parse_feedback
+from ragwatch.logsources.records import (
     Feedback,
     LogContext,
     LogReadResult,
@@ -33,7 +33,7 @@ from ragwatch.logs.records import (
     parse_timestamp,
     string_list,
 )
-from ragwatch.logs.traces import ANSWER_KEYS, QUESTION_KEYS, load_objects, maybe_json, text_of
+from ragwatch.logsources.traces import ANSWER_KEYS, QUESTION_KEYS, load_objects, maybe_json, text_of
 
 EXPECTED = ("Langfuse traces: objects with id, input, output, timestamp and observations (a retriever among "
             "them), or a flat observation export (objects with traceId and type)")

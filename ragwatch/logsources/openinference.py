@@ -20,9 +20,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ragwatch.logs.feedback_parse import parse_feedback
-from ragwatch.logs.records import LogContext, LogReadResult, LogRecord, collect, parse_timestamp, string_list
-from ragwatch.logs.traces import ANSWER_KEYS, QUESTION_KEYS, Loaded, flatten, load_objects, maybe_json, text_of
+from ragwatch.logsources.feedback_parse import parse_feedback
+from ragwatch.logsources.records import LogContext, LogReadResult, LogRecord, collect, parse_timestamp, string_list
+from ragwatch.logsources.traces import ANSWER_KEYS, QUESTION_KEYS, Loaded, flatten, load_objects, maybe_json, text_of
 
 EXPECTED = ("OpenInference spans: one object per span with context.trace_id, context.span_id, parent_id, "
             "span_kind and attributes (input.value, output.value, retrieval.documents.N.document.content)")

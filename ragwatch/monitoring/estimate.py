@@ -16,12 +16,12 @@ import numpy as np
 from ragwatch.calibration.loaders import to_eval_pairs
 from ragwatch.estimate.dry import DryClient
 from ragwatch.estimate.table import Estimate, estimate_row
+from ragwatch.evalset.logged import log_samples
 from ragwatch.judges import build_judges, run_judges
 from ragwatch.llm.history import read_history
-from ragwatch.logs.anchor import anchor_config, anchored_metrics, load_anchor
-from ragwatch.logs.evaluate import log_samples
-from ragwatch.logs.settings import MonitorConfig
-from ragwatch.logs.window import Windows
+from ragwatch.monitoring.anchor import anchor_config, anchored_metrics, load_anchor
+from ragwatch.monitoring.settings import MonitorConfig
+from ragwatch.monitoring.windows import Windows
 from ragwatch.rag.logged import LoggedRAG
 
 

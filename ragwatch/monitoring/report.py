@@ -3,15 +3,11 @@ visualization of the `drift_report` artifact)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from ragwatch.fmt import fmt_num, fmt_signed
-from ragwatch.logs.feedback import SELF_SELECTED, level_text
-from ragwatch.logs.judge_drift import CORRECTED
+from ragwatch.monitoring.feedback import SELF_SELECTED, level_text
+from ragwatch.monitoring.judge_drift import CORRECTED
+from ragwatch.monitoring.monitor import MonitorReport
 from ragwatch.report.style import CSS, esc
-
-if TYPE_CHECKING:
-    from ragwatch.logs.monitor import MonitorReport
 
 _COLOURS = {"drift": "#b00020", "no drift": "#1b7f3b", "undecided": "#8a6d00"}
 

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 from typing import ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from ragwatch.judges.config import JudgesConfig
-from ragwatch.log_settings import LogSettings, parse_duration
+from ragwatch.logsources.settings import LogSettings
+from ragwatch.logsources.window import WindowSettings
 from ragwatch.retrieval import MatchSettings
 
 # What a user cannot see, a user's verdict cannot label: they never read the retrieved passages.
@@ -24,36 +25,22 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
 
-class WindowSettings(_Strict):
+class MonitorWindow(WindowSettings):
     """The window evaluated (`length`, ending at `at`: default the end of the last logged day, UTC),
     compared with the window before it and with a reference window (`reference`: its start; default
     the first window of the log). Each is sampled to `budget` answers (seeded)."""
 
-    length: str = "1d"
-    """The window's length: a number and a unit (s, m, h, d, w), e.g. 1d or 12h (`--window` overrides it)."""
-    at: str | None = None
-    """When the window ends, an ISO date or time (null: the end of the last logged day, UTC)."""
     reference: str | None = None
     """When the reference window starts, an ISO date or time (null: the first window of the log)."""
-    budget: int = 200
-    """Answers judged per window, a seeded sample; metrics that need no LLM call see every answer."""
-    seed: int = 0
-    """The sampling seed."""
     by_system_version: bool = True  # versions inside the window are also compared as systems
     """Compare the system versions logged inside the window with each other too."""
 
-    @field_validator("length")
-    @classmethod
-    def _duration(cls, value: str) -> str:
-        parse_duration(value)
-        return value
-
-    @field_validator("budget")
-    @classmethod
-    def _positive(cls, value: int) -> int:
-        if value < 2:
-            raise ValueError(f"window.budget must be at least 2 (an interval needs two answers), got {value}")
-        return value
+    @model_validator(mode="after")
+    def _has_length(self) -> MonitorWindow:
+        if self.length is None:
+            raise ValueError("window.length: the monitor compares windows of a length (e.g. 1d or 12h); "
+                             "null (the whole log) is for a pipeline config's logs.window")
+        return self
 
 
 class AnchorSettings(_Strict):
@@ -121,7 +108,7 @@ class MonitorConfig(_Strict):
 
     logs: LogSettings
     """The log: its path and format (relative paths: to this config file)."""
-    window: WindowSettings = Field(default_factory=WindowSettings)
+    window: MonitorWindow = Field(default_factory=MonitorWindow)
     """The window evaluated, the windows it is compared with, and each one's judged sample."""
     drift: DriftSettings = Field(default_factory=DriftSettings)
     """What counts as drift, no drift or undecided."""

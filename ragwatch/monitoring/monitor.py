@@ -6,7 +6,7 @@ Example:
     >>> current = evaluate_window(windows.current, config)  # doctest: +SKIP
     >>> report = monitor_report(log, windows, current, evaluate_window(windows.previous, config),
     ...                         evaluate_window(windows.reference, config), config)  # doctest: +SKIP
-    >>> print(report_text(report))  # doctest: +SKIP (ragwatch.logs.report)
+    >>> print(report_text(report))  # doctest: +SKIP (ragwatch.monitoring.report)
 """
 
 from __future__ import annotations
@@ -16,15 +16,17 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from ragwatch.artifacts import MetricGroup
+from ragwatch.evalset.logged import log_samples
 from ragwatch.judges import JudgesConfig
-from ragwatch.logs.anchor import WindowJudges, identity_of, judge_anchor
-from ragwatch.logs.drift import DriftComparison, DriftRow, compare_windows
-from ragwatch.logs.evaluate import evaluate_logged, log_samples
-from ragwatch.logs.feedback import FeedbackChange, FeedbackSummary, attach_feedback, feedback_changes
-from ragwatch.logs.judge_drift import JudgeDriftRow, compare_corrected, judge_drift
-from ragwatch.logs.records import BadRow, LogReadResult
-from ragwatch.logs.settings import MonitorConfig
-from ragwatch.logs.window import LogWindow, Windows
+from ragwatch.logsources.records import BadRow, LogReadResult
+from ragwatch.logsources.window import LogWindow
+from ragwatch.monitoring.anchor import WindowJudges, identity_of, judge_anchor
+from ragwatch.monitoring.drift import DriftComparison, DriftRow, compare_windows
+from ragwatch.monitoring.evaluate import evaluate_logged
+from ragwatch.monitoring.feedback import FeedbackChange, FeedbackSummary, attach_feedback, feedback_changes
+from ragwatch.monitoring.judge_drift import JudgeDriftRow, compare_corrected, judge_drift
+from ragwatch.monitoring.settings import MonitorConfig
+from ragwatch.monitoring.windows import Windows
 from ragwatch.results import MetricResult
 
 
@@ -122,8 +124,7 @@ class MonitorReport(BaseModel):
     @property
     def worse(self) -> list[str]:
         """"<comparison>: <metric>" for every drift for the worse."""
-        return [f"{c.label}: {r.metric}" for c in self.comparisons for r in c.rows
-                if r.verdict == "drift" and r.direction == "worse"]
+        return [f"{c.label}: {metric}" for c in self.comparisons for metric in c.verdict.worse]
 
     def verdict_line(self) -> str:
         if not self.comparisons:

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ragwatch.log_settings import LogSettings
-from ragwatch.logs.langfuse import read_langfuse
-from ragwatch.logs.openinference import read_openinference
-from ragwatch.logs.records import LogReadResult
-from ragwatch.logs.tabular import read_tabular
+from ragwatch.logsources.langfuse import read_langfuse
+from ragwatch.logsources.openinference import read_openinference
+from ragwatch.logsources.records import LogReadResult
+from ragwatch.logsources.settings import LogSettings
+from ragwatch.logsources.tabular import read_tabular
 from ragwatch.rows import data_suffix
 
 
@@ -21,7 +21,7 @@ def read_log(settings: LogSettings) -> LogReadResult:
 
 def _read(settings: LogSettings) -> LogReadResult:
     if settings.format == "phoenix":
-        from ragwatch.logs.phoenix import pull_spans
+        from ragwatch.logsources.phoenix import pull_spans
 
         assert settings.phoenix is not None  # set by LogSettings
         return pull_spans(settings.phoenix)

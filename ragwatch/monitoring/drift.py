@@ -12,7 +12,7 @@ For each metric scored in both windows, the difference of means `new - old` gets
   No multiplicity correction: a metric's "no drift" is wrong at most `alpha` of the time, and so is
   "no drift on every metric" (an intersection-union test: it is wrong only if some metric's is).
 - "undecided": neither; the note says how many answers per window would decide
-  (`ragwatch.logs.drift_size`: always more than the windows already hold), or that more answers would
+  (`ragwatch.monitoring.drift_size`: always more than the windows already hold), or that more answers would
   not (the difference seen is within the noise at any size), or fewer than 2 scored answers in a window.
 
 Example:
@@ -22,7 +22,7 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -30,8 +30,8 @@ import numpy as np
 from pydantic import BaseModel, Field
 
 from ragwatch.fmt import fmt_num, fmt_signed
-from ragwatch.logs.drift_size import MAX_ANSWERS, Seen, answers_to_decide, round_up
-from ragwatch.logs.settings import DriftSettings
+from ragwatch.monitoring.drift_size import MAX_ANSWERS, Seen, answers_to_decide, round_up
+from ragwatch.monitoring.settings import DriftSettings
 from ragwatch.results import MetricResult
 from ragwatch.statistics.intervals import unpaired_diff_interval
 
@@ -57,6 +57,26 @@ class DriftRow(BaseModel):
     note: str = ""
 
 
+class WindowVerdict(BaseModel):
+    """A window comparison read as a whole: `verdict` is "drift" when any metric drifted (either way),
+    "no drift" when every metric was shown not to, else "undecided" (also with no metric); `drift` the
+    metrics that drifted, `worse` those that drifted for the worse."""
+
+    verdict: DriftVerdict
+    drift: list[str] = Field(default_factory=list)
+    worse: list[str] = Field(default_factory=list)
+
+
+def window_verdict(rows: Sequence[DriftRow]) -> WindowVerdict:
+    """The one reading of a comparison's rows as a window's verdict: the monitor's exit code and verdict
+    line, the Phoenix annotations and `DriftComparison.drifted` all read it."""
+    drift = [r.metric for r in rows if r.verdict == "drift"]
+    verdict: DriftVerdict = "drift" if drift else "no drift" if rows and all(
+        r.verdict == "no drift" for r in rows) else "undecided"
+    return WindowVerdict(verdict=verdict, drift=drift,
+                         worse=[r.metric for r in rows if r.verdict == "drift" and r.direction == "worse"])
+
+
 class DriftComparison(BaseModel):
     """One window against another (e.g. "vs previous window 2026-11-19")."""
 
@@ -67,8 +87,13 @@ class DriftComparison(BaseModel):
     rows: list[DriftRow] = Field(default_factory=list)
 
     @property
+    def verdict(self) -> WindowVerdict:
+        """The comparison read as a whole (`window_verdict`)."""
+        return window_verdict(self.rows)
+
+    @property
     def drifted(self) -> list[str]:
-        return [r.metric for r in self.rows if r.verdict == "drift"]
+        return self.verdict.drift
 
     def verdicts(self) -> dict[str, str]:
         return {r.metric: r.verdict for r in self.rows}
@@ -106,7 +131,7 @@ class Pair:
     scale: tuple[float, float] | None
     higher_is_better: bool = True
     judged: bool = False
-    # another estimator's (diff, low, high) at a confidence (a corrected level, ragwatch.logs.judge_drift)
+    # another estimator's (diff, low, high) at a confidence (a corrected level, ragwatch.monitoring.judge_drift)
     interval: Callable[[float], tuple[float, float, float]] | None = None
 
     def diff_interval(self, confidence: float) -> tuple[float, float, float]:
