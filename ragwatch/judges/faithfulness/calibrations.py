@@ -1,10 +1,12 @@
-"""Measured calibrations of judge models on labelled data of the kind they score, per prompt version.
+"""The faithfulness judge's calibration contract: per judge model, prompt version and statement-features version,
+one `FaithfulnessCalibration` (the support model and its cut-off, the agreement with labels, the data it was
+fitted on), and `judge_cutoff`, the one answer to "what cut-off and support model does this judge use".
 
-A calibration is what `benchmarks/verdict_refit.py` fitted and measured for one judge model and
-one faithfulness prompt version: the support model (the judge's reply and model-free evidence ->
-P(supported), with its cut-off) and the agreement of the shipped verdicts with the labels, held out (an unseen system).
-A judge whose model or prompt has no entry runs on its own P(yes) at 0.5 (or `support_threshold`),
-and its agreement is unknown: the printout and the gate say so.
+The fitted ones are package data (`calibration_data/*.calibration.json`, written by
+`ragwatch.judges.faithfulness.fit` from the labelled statements beside them); the window verifiers' cut-offs,
+chosen on P(yes) alone, are declared below. The explicit option `support_threshold` overrides a calibration's
+cut-off; a judge with no calibrated cut-off uses `FALLBACK_CUTOFF` and its details say so (`cutoff_source`);
+a judge with no measured agreement is reported as unmeasured by the printout and the gate.
 
 Example:
     >>> faithfulness_calibration("gpt-4o-mini", "faithfulness-v6") is None
@@ -14,6 +16,7 @@ Example:
 from __future__ import annotations
 
 from dataclasses import dataclass
+from importlib import resources
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -23,6 +26,8 @@ from ragwatch.results import JudgeAgreement
 
 # the cut-off of a judge with no calibrated one: P(yes) against even odds
 FALLBACK_CUTOFF = 0.5
+DATA_DIR = "calibration_data"  # package data of this package: the fitted calibrations and their labelled data
+CALIBRATION_SUFFIX = ".calibration.json"
 RAG_STATEMENTS_HELD_OUT = ("statements of RAG answers of three systems over the ZenML docs sample, each scored by "
                            "a fit that never saw its system")
 REFERENCE_LABELS = "reference labels: two careful readings by a strong LLM annotator, not human labels"
@@ -71,43 +76,16 @@ class FaithfulnessCalibration(BaseModel):
         return next((code for code, fp in self.systems.items() if fingerprint and fp == fingerprint), None)
 
 
+def fitted_calibrations() -> tuple[FaithfulnessCalibration, ...]:
+    """The fitted calibrations shipped as package data (`calibration_data/*.calibration.json`, written by
+    `ragwatch.judges.faithfulness.fit`; their provenance in `calibration_data/README.md`), in name order."""
+    folder = resources.files(__package__) / DATA_DIR
+    names = sorted(p.name for p in folder.iterdir() if p.name.endswith(CALIBRATION_SUFFIX))
+    return tuple(FaithfulnessCalibration.model_validate_json((folder / n).read_text(encoding="utf-8")) for n in names)
+
+
 CALIBRATIONS: tuple[FaithfulnessCalibration, ...] = (
-    # Refitted for prompt faithfulness-v6 with features-v2 (absent names and quoted strings veto too) on the 300
-    # agreed statements of three systems under test (S0, the default: the 72 of
-    # data/judge_dev/rag_statements/features.jsonl; S1 and S2: 228 of features_new.jsonl, the reference labels of
-    # issue 35), from the judge's replies recorded with that prompt and the model-free features of features-v2
-    # (`benchmarks/statement_features.py --refresh`, no model run): logistic regression, cut-off of best balanced
-    # accuracy of the verdicts under the rules. The inputs are those with the best cross-fitted kappa among 14
-    # candidates (benchmarks/verdict_refit.py): the judge's P(yes) (next to no weight), lexical support, whether
-    # the judge cited no sentence, how many terms the cited sentences lack, and the rules' veto.
-    # The cut-off: the best balanced accuracy among the cut-offs that call no more statements unsupported than
-    # the readers find (rule `balanced_accuracy_capped`, 2026-11-27; the unconstrained best, 0.6238, called 59%
-    # unsupported held out where the readers find 49%, and 31% of the supported ones).
-    # Agreement: leave one system out (the candidate chosen and fitted on the other two systems, measured on
-    # the third, all three ways, pooled; 95% bootstrap intervals over answers), see the results file
-    # (benchmarks/results/verdict_refit.md, sections 2 and 7, the same command).
-    # `python benchmarks/verdict_refit.py --data data/judge_dev/rag_statements/features.jsonl
-    # data/judge_dev/rag_statements/features_new.jsonl --out benchmarks/results/verdict_refit.md`
-    FaithfulnessCalibration(
-        model="qwen2.5-coder-1.5b-instruct",
-        prompt_version="faithfulness-v6",
-        features_version="features-v2",
-        support_model=SupportModel(intercept=-1.8655,
-                                   weights={"judge_logit": 0.0308, "lexical": 3.2980, "uncited": 0.0486,
-                                            "missing_terms": 0.5929, "vetoed": -2.3692},
-                                   cutoff=0.4709),
-        agreement=JudgeAgreement(kappa=0.53, kappa_ci=(0.42, 0.64), balanced_accuracy=0.77,
-                                 balanced_accuracy_ci=(0.71, 0.82), n=300, data=RAG_STATEMENTS_HELD_OUT,
-                                 labels=REFERENCE_LABELS),
-        level_data="qwen2.5-coder-1.5b-instruct__faithfulness-v6__features-v2.jsonl",
-        # the fingerprints of configs/evaluate.yaml (S0, the embedded default), benchmarks/systems/top1.yaml (S1)
-        # and benchmarks/systems/detailed.yaml (S2) over the bundled corpus's index; a change to the default
-        # system or its corpus makes it an unseen system (a wider interval, never a narrower one):
-        # `python scripts/calibration_systems.py` prints them
-        systems={"S0": "21382105b4e62fa46c7402f1c7be68d52c94fb46e5d3327bcce59871dfd280ac",
-                 "S1": "475f0308e9fcd73f6885b6140a050bea5a9bb75fcbc9baed3a7b914cefc3725b",
-                 "S2": "da144037f3c0567302579755d302eb11ff3e1fbb4cb0ae067064bd5472f6b3cf"},
-    ),
+    *fitted_calibrations(),
     # The window verifiers (`verify: batched / per_statement`) and the support judge read the judge's P(yes)
     # alone. Verdict-first verification on QAGS-XSum claims, n=60, human labels: the cut-off chosen on all 60
     # (thresholds chosen on each half, 0.91 / 0.86, checked on the other; at 0.5 it calls nearly everything
@@ -125,15 +103,19 @@ CALIBRATIONS: tuple[FaithfulnessCalibration, ...] = (
 )
 
 
+def calibrated_name(model: str) -> str:
+    """The name a calibration keys a judge model by: a packaged model's name without the `local/` of its litellm
+    spelling (the packaged-model registry's `local_name`, read here so that no judge fact needs the runtime),
+    any other model string as it is."""
+    return model.removeprefix("local/")
+
+
 def faithfulness_calibration(model: str, prompt_version: str,
                               features_version: str | None = FEATURES_VERSION) -> FaithfulnessCalibration | None:
     """The calibration of this judge model (any spelling: `local/<name>` or `<name>`) and prompt, fitted on
     `features_version` (default: the evidence verifier's, `versions.FEATURES_VERSION`; None: a verifier that
     reads no statement features), else None."""
-    from ragwatch.llm.models import packaged
-
-    spec = packaged(model)
-    name = spec.name if spec is not None else model
+    name = calibrated_name(model)
     return next((c for c in CALIBRATIONS if c.model == name and c.prompt_version == prompt_version
                  and c.features_version == features_version), None)
 
@@ -170,10 +152,5 @@ def judge_cutoff(model: str | None, prompt_version: str, *, features_version: st
 
 def measured_as_judge(model: str | None) -> str | None:
     """What any calibration records of this judge model measured elsewhere (other data or prompt), else None."""
-    from ragwatch.llm.models import packaged
-
-    if not model:
-        return None
-    spec = packaged(model)
-    name = spec.name if spec is not None else model
-    return next((c.measured for c in CALIBRATIONS if c.model == name and c.measured), None)
+    name = calibrated_name(model) if model else None
+    return next((c.measured for c in CALIBRATIONS if name and c.model == name and c.measured), None)

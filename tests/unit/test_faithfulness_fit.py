@@ -1,0 +1,94 @@
+"""The faithfulness calibration's fit as a product command: it reproduces the shipped calibration, and writes
+the labelled data and the calibration of a judge from its feature rows."""
+
+from __future__ import annotations
+
+import json
+import random
+
+import pytest
+
+from ragwatch.judges.faithfulness import fit
+from ragwatch.judges.faithfulness.calibrations import CALIBRATIONS, FaithfulnessCalibration
+
+SHIPPED = next(c for c in CALIBRATIONS if c.level_data)
+
+
+def test_the_fit_reproduces_the_shipped_calibration_byte_for_byte():
+    from importlib import resources
+
+    folder = resources.files("ragwatch.judges.faithfulness") / "calibration_data"
+    records = fit.read_labelled([folder / SHIPPED.level_data])
+    refit = fit.fit_calibration(records, model=SHIPPED.model, prompt_version=SHIPPED.prompt_version,
+                                features_version=SHIPPED.features_version, level_data=SHIPPED.level_data,
+                                systems=SHIPPED.systems)
+    stored = (folder / SHIPPED.level_data.replace(".jsonl", ".calibration.json")).read_text(encoding="utf-8")
+    assert fit.calibration_json(refit) == stored
+
+
+def rows(n_answers: int = 60, seed: int = 0) -> list[dict]:
+    """Feature rows of three systems where lexical support separates the labels, noisily."""
+    rng = random.Random(seed)
+    out = []
+    for a in range(n_answers):
+        for k in range(3):
+            supported = rng.random() < 0.55
+            lexical = min(max(rng.gauss(0.7 if supported else 0.35, 0.2), 0.0), 1.0)
+            out.append({"item_id": f"q{a}", "statement_index": k, "system": f"S{a % 3}", "judge_model": "m",
+                        "prompt_version": "p", "features_version": "features-v2", "verdict": True,
+                        "p_judge": rng.random(), "lexical": lexical, "uncited": rng.random() < 0.2,
+                        "missing_terms": rng.randint(0, 2), "label": "supported" if supported else "unsupported"})
+    return out
+
+
+def write(path, records) -> None:
+    path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+
+
+def test_the_command_writes_the_data_and_its_calibration(tmp_path):
+    data = tmp_path / "data"
+    data.mkdir()
+    features = rows()
+    features[0]["label"] = None  # the readers disagreed: left out and counted
+    write(tmp_path / "f.jsonl", features)
+    write(tmp_path / "l.jsonl", [{"statement_id": "S1/q1#0", "label": "unsupported"}])  # a label file wins
+    assert fit.main(["--features", str(tmp_path / "f.jsonl"), "--labels", str(tmp_path / "l.jsonl"),
+                     "--system", "S0=abc", "--resamples", "200"], data_dir=data) == 0
+    shipped = [json.loads(line) for line in (data / "m__p__features-v2.jsonl").read_text().splitlines()]
+    assert len(shipped) == len(features) - 1
+    assert next(r for r in shipped if r["statement_id"] == "S1/q1#0")["label"] is False
+    cal = FaithfulnessCalibration.model_validate_json((data / "m__p__features-v2.calibration.json").read_text())
+    assert (cal.model, cal.prompt_version, cal.features_version, cal.level_data, cal.systems) == \
+        ("m", "p", "features-v2", "m__p__features-v2.jsonl", {"S0": "abc"})
+    assert cal.support_model is not None and cal.support_model.weights["lexical"] > 0
+    assert 0 < cal.verdict_cutoff < 1 and cal.agreement is not None and cal.agreement.kappa > 0.2
+    assert cal.agreement.kappa_ci[0] <= cal.agreement.kappa <= cal.agreement.kappa_ci[1]
+    assert "left out: 1" in (data / "README.md").read_text()
+    # a second fit keeps the systems' fingerprints of the calibration it replaces
+    assert fit.main(["--features", str(tmp_path / "f.jsonl"), "--resamples", "50"], data_dir=data) == 0
+    again = FaithfulnessCalibration.model_validate_json((data / "m__p__features-v2.calibration.json").read_text())
+    assert again.systems == {"S0": "abc"}
+
+
+def test_bad_input_is_an_error_that_says_what_to_do(tmp_path, capsys):
+    mixed = rows(6)
+    mixed[0]["prompt_version"] = "q"
+    write(tmp_path / "mixed.jsonl", mixed)
+    assert fit.main(["--features", str(tmp_path / "mixed.jsonl")], data_dir=tmp_path) == 2
+    assert "one calibration is one of each" in capsys.readouterr().err
+    one = [{**r, "system": "S0"} for r in rows(30)]
+    write(tmp_path / "one.jsonl", one)
+    assert fit.main(["--features", str(tmp_path / "one.jsonl")], data_dir=tmp_path) == 2
+    assert "needs 2+" in capsys.readouterr().err
+    assert fit.main(["--features", str(tmp_path / "missing.jsonl")], data_dir=tmp_path) == 2
+
+
+@pytest.mark.parametrize("rule", fit.CUTOFF_RULES)
+def test_every_cutoff_rule_splits_the_scores(rule):
+    scores, labels = [-1.0, 0.1, 0.2, 0.4, 0.6, 0.7, 0.9], [False, False, False, True, False, True, True]
+    cut = fit.cutoff_by(rule, scores, labels)
+    assert 0 < cut < 1
+    if rule == "balanced_accuracy_capped":  # calls no more unsupported than the readers find
+        assert sum(s < cut for s in scores) <= labels.count(False)
+    with pytest.raises(ValueError, match="unknown cut-off rule"):
+        fit.cutoff_by("median", scores, labels)
