@@ -1,6 +1,6 @@
 """Tracing of the built-in system: the OTLP/HTTP requests it sends to a collector (a stdlib server here,
 decoded with opentelemetry-proto) hold one OpenInference trace per answer, which the span reader
-(`ragwatch/logs/openinference.py`) turns back into the same answers; off by default; a collector that is
+(`ragwatch/logsources/openinference.py`) turns back into the same answers; off by default; a collector that is
 down never fails an answer."""
 
 from __future__ import annotations
