@@ -35,59 +35,36 @@ from typing import Any
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "benchmarks"))
+from ragwatch.judges.faithfulness.calibrations import CALIBRATIONS
+from ragwatch.judges.faithfulness.fit import (  # the fit itself: this benchmark compares its choices
+    CANDIDATES,
+    CUTOFF_RULES,
+    RESAMPLES,
+    SHIPPED_RULE,
+    Candidate,
+    HeldOut,
+    balanced_accuracy_of,
+    choose,
+    cross_fitted,
+    cutoff_by,
+    fit_verdict_model,
+    interval,
+    kappa_of,
+    leave_one_system_out,
+    read_labelled,
+    replicate_counts,
+    support_scores,
+    verdicts,
+)
+from ragwatch.judges.faithfulness.support_model import SupportModel
 
-from faithfulness_level import answer_folds, load_records  # noqa: E402
+__all__ = ["CANDIDATES", "CUTOFF_RULES", "Candidate", "HeldOut", "choose", "cross_fitted", "cutoff_by",
+           "fit_verdict_model", "leave_one_system_out", "support_scores", "verdicts"]
 
-from ragwatch.calibration.threshold import best_threshold  # noqa: E402
-from ragwatch.judges.faithfulness.calibrations import CALIBRATIONS  # noqa: E402
-from ragwatch.judges.faithfulness.level import verdict_of, vetoed  # noqa: E402
-from ragwatch.judges.faithfulness.support_model import SupportModel, feature_vector  # noqa: E402
-from ragwatch.statistics.level import fit_logistic  # noqa: E402
-
-RESAMPLES = 1000
 # The support model shipped until 2026-11-26, fitted on the 72 statements of S0 (the default) only: the
 # baseline an unseen system is compared on (S1, S2 were never part of its fit)
 PREVIOUS = SupportModel(intercept=-1.5374, weights={"judge_logit": 0.1412, "lexical": 2.1731}, cutoff=0.4367)
 PREVIOUS_FITTED_ON = {"S0", "default"}
-FEATURE_SETS: dict[str, tuple[str, ...]] = {
-    "judge+lexical": ("judge_logit", "lexical"),
-    "judge+lexical+uncited": ("judge_logit", "lexical", "uncited"),
-    "judge+lexical+missing": ("judge_logit", "lexical", "missing_terms"),
-    "judge+lexical+vetoed": ("judge_logit", "lexical", "vetoed"),
-    "judge+lexical+all": ("judge_logit", "lexical", "uncited", "missing_terms", "vetoed"),
-    "lexical": ("lexical",),
-    "lexical+uncited+missing": ("lexical", "uncited", "missing_terms"),
-}
-
-
-@dataclass(frozen=True)
-class Candidate:
-    """One way to fit a verdict model: its features and whether the classes are weighted equally."""
-
-    features: tuple[str, ...]
-    balanced: bool
-
-    @property
-    def name(self) -> str:
-        label = next((k for k, v in FEATURE_SETS.items() if v == self.features), ",".join(self.features))
-        return f"{label}, {'balanced' if self.balanced else 'plain'}"
-
-
-CANDIDATES = tuple(Candidate(f, b) for f in FEATURE_SETS.values() for b in (True, False))
-
-
-# How a candidate's cut-off is chosen on its fitting data (the verdicts under the rules: a vetoed statement is
-# unsupported at any cut-off). "balanced_accuracy": best balanced accuracy (ties: the middle of the best run);
-# "kappa": best Cohen's kappa; "prevalence": the verdicts call as many statements unsupported as the readers
-# do; "balanced_accuracy_capped": best balanced accuracy among the cut-offs that call no more statements
-# unsupported than the readers do
-CUTOFF_RULES = ("balanced_accuracy", "kappa", "prevalence", "balanced_accuracy_capped")
-SHIPPED_RULE = "balanced_accuracy_capped"
-
-
 @dataclass(frozen=True)
 class Agreement:
     """Kappa and balanced accuracy of verdicts against labels, each with its 95% interval over answers, and
@@ -109,68 +86,16 @@ class Agreement:
                 f"{self.n} ({self.n_answers}) | {1 - self.share:.2f} / {1 - self.truth:.2f} | {self.false_alarms:.2f}")
 
 
-def fit_verdict_model(records: Sequence[dict[str, Any]], candidate: Candidate,
-                      rule: str = "balanced_accuracy") -> SupportModel:
-    """The candidate's logistic fit (L2 as scikit-learn's C=1) and the cut-off its verdicts under the rules
-    get by `rule` (one of CUTOFF_RULES), both on `records` only."""
-    x = np.array([feature_vector(r, candidate.features) for r in records], dtype=float)
-    y = np.array([r["label"] for r in records], dtype=bool)
-    if y.all() or not y.any():
-        raise ValueError(f"{len(y)} fitting statements of one class only: a verdict model needs both labels")
-    w = np.where(y, len(y) / (2 * y.sum()), len(y) / (2 * (~y).sum())) if candidate.balanced else None
-    coef = fit_logistic(x, y, w)[0]
-    model = SupportModel(intercept=float(coef[0]),
-                         weights=dict(zip(candidate.features, map(float, coef[1:]), strict=True)))
-    return model.model_copy(update={"cutoff": cutoff_by(rule, support_scores(model, records), y)})
-
-
-def support_scores(model: SupportModel, records: Sequence[dict[str, Any]]) -> np.ndarray:
-    """P(supported) of each statement, -1 where a rule vetoes it (below every cut-off a search tries)."""
-    return np.array([-1.0 if vetoed(r) else model.predict(r) for r in records], dtype=float)
-
-
-def cutoff_by(rule: str, scores: Sequence[float], labels: Sequence[bool]) -> float:
-    """The cut-off on `scores` (supported: score >= cut-off) that `rule` chooses against `labels`."""
-    s, y = np.asarray(scores, dtype=float), np.asarray(labels, dtype=bool)
-    if rule == "balanced_accuracy":
-        return max(best_threshold(list(s), list(y))[0], 1e-6)
-    if rule not in CUTOFF_RULES:
-        raise ValueError(f"unknown cut-off rule {rule!r}; one of {CUTOFF_RULES}")
-    values = np.unique(s)
-    candidates = np.r_[(values[:-1] + values[1:]) / 2, values[-1] + 1e-9]
-    candidates = candidates[candidates > 0]  # a vetoed statement (-1) stays unsupported
-    if candidates.size == 0:
-        raise ValueError("every statement is vetoed: no cut-off to choose")
-    pred = s[None, :] >= candidates[:, None]
-    counts = np.stack([(pred & y).sum(1), (~pred & y).sum(1), (pred & ~y).sum(1), (~pred & ~y).sum(1)], axis=1)
-    called_unsupported, readers_unsupported = (~pred).mean(axis=1), (~y).mean()
-    if rule == "prevalence":
-        gap = np.abs(called_unsupported - readers_unsupported)
-        pick = np.flatnonzero(np.isclose(gap, gap.min()))[0]  # ties: the lowest cut-off (fewer called unsupported)
-        return float(candidates[pick])
-    value = np.nan_to_num(_kappa(counts) if rule == "kappa" else _balanced_accuracy(counts), nan=-np.inf)
-    if rule == "balanced_accuracy_capped":
-        value = np.where(called_unsupported <= readers_unsupported + 1e-12, value, -np.inf)
-        if not np.isfinite(value.max()):  # the rules alone veto more than the readers find: call the fewest
-            return float(candidates[0])
-    best = np.flatnonzero(np.isclose(value, value.max()))
-    return float(candidates[best[len(best) // 2]])
-
-
-def verdicts(model: SupportModel, records: Sequence[dict[str, Any]]) -> np.ndarray:
-    return np.array([verdict_of(r, model, None) for r in records], dtype=bool)
-
-
 def agreement(labels: Sequence[bool], predicted: Sequence[bool], answers: Sequence[str], *,
               resamples: int = RESAMPLES, seed: int = 0, scores: Sequence[float] | None = None) -> Agreement:
     """Kappa and balanced accuracy (and with `scores`, ROC AUC) with percentile bootstrap intervals that
     resample answers (the statements of an answer together); replicates where a measure is undefined are
     skipped."""
     y, v = np.asarray(labels, dtype=bool), np.asarray(predicted, dtype=bool)
-    counts, n_groups = _replicate_counts(y, [v], answers, resamples, seed)
-    kappa, bal = _kappa(counts[0]), _balanced_accuracy(counts[0])
-    auc = None if scores is None else _interval(_auc_replicates(y, np.asarray(scores, float), answers, resamples, seed))
-    return Agreement(kappa=_interval(kappa), balanced_accuracy=_interval(bal), n=len(y), n_answers=n_groups,
+    counts, n_groups = replicate_counts(y, [v], answers, resamples, seed)
+    kappa, bal = kappa_of(counts[0]), balanced_accuracy_of(counts[0])
+    auc = None if scores is None else interval(_auc_replicates(y, np.asarray(scores, float), answers, resamples, seed))
+    return Agreement(kappa=interval(kappa), balanced_accuracy=interval(bal), n=len(y), n_answers=n_groups,
                      share=float(v.mean()), truth=float(y.mean()), auc=auc,
                      false_alarms=float((~v[y]).mean()) if y.any() else float("nan"))
 
@@ -197,104 +122,15 @@ def paired_difference(labels: Sequence[bool], first: Sequence[bool], second: Seq
     """`second` minus `first` in kappa and balanced accuracy on the same statements, with a paired
     95% interval (both scored on the same resampled answers)."""
     y = np.asarray(labels, dtype=bool)
-    counts, _ = _replicate_counts(y, [np.asarray(first, bool), np.asarray(second, bool)], answers, resamples, seed)
-    return {"kappa": _interval(_kappa(counts[1]) - _kappa(counts[0])),
-            "balanced_accuracy": _interval(_balanced_accuracy(counts[1]) - _balanced_accuracy(counts[0]))}
-
-
-def _replicate_counts(y: np.ndarray, predicted: Sequence[np.ndarray], answers: Sequence[str], resamples: int,
-                      seed: int) -> tuple[np.ndarray, int]:
-    """Per verdict set (k, 1 + resamples, 4): the (label, verdict) counts (1,1), (1,0), (0,1), (0,0) of
-    all statements, then of each replicate that draws answers with replacement (the same draws for all)."""
-    if any(len(v) != len(y) for v in predicted) or len(answers) != len(y) or len(y) == 0:
-        raise ValueError(f"{len(y)} labels, {[len(v) for v in predicted]} verdicts, {len(answers)} answer ids: "
-                         "pass one of each a statement")
-    _, group = np.unique(np.asarray(answers), return_inverse=True)
-    n_groups = int(group.max()) + 1
-    drawn = np.random.default_rng(seed).multinomial(n_groups, np.full(n_groups, 1 / n_groups), size=resamples)
-    out = []
-    for v in predicted:
-        cells = np.stack([np.bincount(group, weights=(y == a) & (v == b), minlength=n_groups)
-                          for a, b in ((True, True), (True, False), (False, True), (False, False))], axis=1)
-        out.append(np.vstack([cells.sum(axis=0), drawn @ cells]))
-    return np.array(out), n_groups
-
-
-def _kappa(c: np.ndarray) -> np.ndarray:
-    """Cohen's kappa of each row of 2x2 counts (tp, fn, fp, tn); NaN where chance agreement is 1."""
-    tp, fn, fp, tn = c.T
-    n = c.sum(axis=1)
-    chance = ((tp + fn) * (tp + fp) + (fp + tn) * (fn + tn)) / n**2
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(chance < 1, ((tp + tn) / n - chance) / (1 - chance), np.nan)
-
-
-def _balanced_accuracy(c: np.ndarray) -> np.ndarray:
-    """Mean recall of the two classes of each row of counts; NaN where the labels hold one class only."""
-    tp, fn, fp, tn = c.T
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where((tp + fn > 0) & (fp + tn > 0), (tp / (tp + fn) + tn / (tn + fp)) / 2, np.nan)
-
-
-def _interval(values: np.ndarray) -> tuple[float, float, float]:
-    """(point, 2.5%, 97.5%) from the point value (first) and the defined replicates."""
-    point, reps = values[0], values[1:][np.isfinite(values[1:])]
-    if not np.isfinite(point):
-        point = 0.0 if reps.size == 0 else float("nan")
-    if reps.size == 0:
-        return float(point), float(point), float(point)
-    low, high = np.quantile(reps, [0.025, 0.975])
-    return float(point), float(low), float(high)
+    counts, _ = replicate_counts(y, [np.asarray(first, bool), np.asarray(second, bool)], answers, resamples, seed)
+    return {"kappa": interval(kappa_of(counts[1]) - kappa_of(counts[0])),
+            "balanced_accuracy": interval(balanced_accuracy_of(counts[1]) - balanced_accuracy_of(counts[0]))}
 
 
 def measure(records: Sequence[dict[str, Any]], predicted: np.ndarray, resamples: int,
             scores: np.ndarray | None = None) -> Agreement:
     return agreement([r["label"] for r in records], predicted, [r["answer_id"] for r in records], resamples=resamples,
                      scores=scores)
-
-
-def cross_fitted(records: list[dict[str, Any]], candidate: Candidate, *, folds: int = 5, seed: int = 0,
-                 rule: str = "balanced_accuracy") -> np.ndarray:
-    """Every statement's verdict from a model fitted (its cut-off by `rule`) on the other folds of answers."""
-    out = np.zeros(len(records), dtype=bool)
-    index = {id(r): i for i, r in enumerate(records)}
-    parts = answer_folds(records, folds, seed)
-    for k, test in enumerate(parts):
-        model = fit_verdict_model([r for j, p in enumerate(parts) if j != k for r in p], candidate, rule)
-        out[[index[id(r)] for r in test]] = verdicts(model, test)
-    return out
-
-
-@dataclass(frozen=True)
-class HeldOut:
-    """Every statement's verdict and P(supported) (-1: vetoed) from a model that never saw its system, and
-    the candidate used per left-out system."""
-
-    verdicts: np.ndarray
-    scores: np.ndarray
-    chosen: list[str]
-
-
-def leave_one_system_out(records: list[dict[str, Any]], candidate: Candidate | None,
-                         rule: str = "balanced_accuracy") -> HeldOut:
-    """Every statement scored by a model fitted (its cut-off by `rule`) on the other systems' statements
-    only. `None`: the candidate is chosen on the fitting systems too (best cross-fitted kappa there), so the
-    choice among candidates is held out as well."""
-    out, scores, chosen = np.zeros(len(records), dtype=bool), np.zeros(len(records)), []
-    for system in sorted({r["system"] for r in records}):
-        test = [i for i, r in enumerate(records) if r["system"] == system]
-        train = [r for r in records if r["system"] != system]
-        cand = candidate or choose(train, rule)
-        model = fit_verdict_model(train, cand, rule)
-        out[test] = verdicts(model, [records[i] for i in test])
-        scores[test] = support_scores(model, [records[i] for i in test])
-        chosen.append(f"{system}: {cand.name}")
-    return HeldOut(out, scores, chosen)
-
-
-def choose(records: list[dict[str, Any]], rule: str = "balanced_accuracy") -> Candidate:
-    """The candidate with the best kappa cross-fitted by answer on `records` (seed 0)."""
-    return max(CANDIDATES, key=lambda c: measure(records, cross_fitted(records, c, rule=rule), 0).kappa[0])
 
 
 HEADER = ["| verdicts | kappa [95%] | balanced accuracy [95%] | ROC AUC [95%] | statements (answers) "
@@ -425,7 +261,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="how every fit's cut-off is chosen on its fitting data (section 7 compares them all)")
     parser.add_argument("--out", type=Path, help="also write the tables here (markdown)")
     args = parser.parse_args(argv)
-    records = load_records(args.data)
+    records = read_labelled(args.data)
     systems = {r["system"] for r in records}
     if len(systems) < 2:
         sys.exit(f"records of {len(systems)} system(s) {sorted(systems)}: leaving one system out needs 2+; "

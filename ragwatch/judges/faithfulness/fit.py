@@ -372,10 +372,15 @@ def provenance(name: str, records: list[dict[str, Any]], dropped: Counter, comma
             + "".join(f"- left out: {n} ({why})\n" for why, n in dropped.items()) + "\n")
 
 
-def _read_jsonl(path: Path) -> list[dict[str, Any]]:
+def read_jsonl(path: Path) -> list[dict[str, Any]]:
     if not path.is_file():
         raise FileNotFoundError(f"{path}: not found")
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def data_folder() -> Path:
+    """Where the shipped calibrations and their labelled data live (this package's `calibration_data/`)."""
+    return Path(str(resources.files(__package__) / DATA_DIR))
 
 
 def main(argv: list[str] | None = None, *, data_dir: Path | None = None) -> int:
@@ -390,10 +395,10 @@ def main(argv: list[str] | None = None, *, data_dir: Path | None = None) -> int:
                              "current calibration's")
     parser.add_argument("--resamples", type=int, default=RESAMPLES, help="bootstrap replicates of the agreement")
     args = parser.parse_args(argv)
-    folder = data_dir or Path(str(resources.files(__package__) / DATA_DIR))
+    folder = data_dir or data_folder()
     try:
-        features = [r for p in args.features for r in _read_jsonl(p)]
-        labels = [r for p in args.labels for r in _read_jsonl(p)]
+        features = [r for p in args.features for r in read_jsonl(p)]
+        labels = [r for p in args.labels for r in read_jsonl(p)]
         judge = judge_of(features)
         systems = dict(s.split("=", 1) for s in args.system)
         if any("=" not in s for s in args.system):
