@@ -188,3 +188,36 @@ def test_a_budget_limits_what_goes_into_the_batch(server, tmp_path):
     assert failed and len(failed) < N
     assert all("budget of $" in it.error for it in failed)
     assert server.batch_lines == N - len(failed) and llm.usage.cost_usd <= budget
+
+
+def test_a_job_the_batch_api_refuses_goes_online(server, tmp_path, monkeypatch):
+    """The sender never raises for its job: every line gets the reason, and the client sends it online."""
+    from ragwatch.llm.provider_batch import ProviderBatch
+
+    async def refused(self, lines, progress):
+        raise RuntimeError("upload refused")
+
+    monkeypatch.setattr(ProviderBatch, "_run", refused)
+    result, llm = judge(settings(server, tmp_path / "cache", batch=True))
+    assert all(it.ok for it in result.items)
+    assert server.calls == N and not server.batches  # all online, none as a batch
+    assert llm.usage.calls == N
+
+
+def test_the_sender_gives_each_request_a_generation_or_a_reason(server, tmp_path):
+    """`ProviderBatch.send`: a priced generation per answered line, the reason for a failed one."""
+    from ragwatch.llm.provider_batch import ProviderBatch
+    from ragwatch.llm.request import build_request
+    from ragwatch.llm.sync import run_sync
+
+    server.batch_failures = ["second"]
+    llm_settings = settings(server, tmp_path / "cache", batch=True)
+    requests = [build_request(llm_settings, f"The {word} question.", None, None, {}) for word in ("first", "second")]
+    sender = ProviderBatch(llm_settings, tmp_path / "cache", "a stage")
+    outcome = run_sync(sender.send(requests))
+    first, second = (outcome.replies[r.key] for r in requests)
+    assert not outcome.pending and len(server.batches) == 1
+    assert first.ok and first.cost_usd > 0 and "batch line failed (500)" in second
+    assert list((tmp_path / "cache" / "batches").glob("*.json"))  # kept until the client has cached the replies
+    sender.forget()
+    assert not list((tmp_path / "cache" / "batches").glob("*.json"))
