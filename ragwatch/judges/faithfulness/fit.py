@@ -11,8 +11,8 @@ label (`calibration_data/*.jsonl`). The fit:
 3. measures the agreement an unseen system gets: each system's statements scored by a model chosen and
    fitted on the other systems only, pooled, with 95% bootstrap intervals over answers.
 
-`python -m ragwatch.judges.faithfulness.fit --features F.jsonl [F2.jsonl ...] [--labels L.jsonl]` (or
-`python run.py calibrate-fit ...`) writes the labelled data and the calibration next to it
+`python -m ragwatch.judges.faithfulness.fit --features F.jsonl [F2.jsonl ...] [--labels L.jsonl]` writes the
+labelled data and the calibration next to it
 (`calibration_data/<model>__<prompt>__<features>.jsonl` and `.calibration.json`).
 
 Example:
