@@ -7,7 +7,7 @@ A judge reply holds reasoning text before its verdict, and that text can contain
 words yes/no; so judges read the distribution at the token where the judged value starts (after
 `"verdict":` or `"score":` in JSON, after `[RESULT]` in the Prometheus format), not at the first
 matching token. `yes_probabilities_at` reads every such value of a reply (one per statement of a
-batched verdict list).
+verdict list).
 
 Example (the token after `"score": ` puts 0.6 on "4" and 0.4 on "5"):
     >>> import math
@@ -138,7 +138,7 @@ def _p_yes(tok: TokenLogprob | None) -> float | None:
 def yes_probabilities_at(gen: Generation, *, json_key: str = "verdict") -> list[float | None]:
     """P(yes) / (P(yes) + P(no)) at every `json_key` value of the reply, in order of appearance.
 
-    A batched reply `{"verdicts": [{"verdict": "yes", "reason": ...}, ...]}` gives one probability
+    A reply with a verdict list `{"verdicts": [{"verdict": "yes", "reason": ...}, ...]}` gives one probability
     per statement; a position whose alternatives hold neither yes nor no gives None.
     """
     return [_p_yes(tok) for tok in _value_tokens(gen, _json_value_pattern(json_key))]
