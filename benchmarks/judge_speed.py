@@ -30,7 +30,7 @@ sys.path.insert(0, str(ROOT))
 
 
 def latest_answers() -> tuple[str, list[Any], list[Any]]:
-    import zenml_env
+    from ragwatch.zenml import env as zenml_env
 
     zenml_env.configure_environment()
     zenml_env.ensure_repository()

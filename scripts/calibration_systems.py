@@ -23,7 +23,7 @@ SYSTEMS = {"S0": "configs/evaluate.yaml", "S1": "benchmarks/systems/top1.yaml",
 
 
 def main() -> int:
-    import zenml_env
+    from ragwatch.zenml import env as zenml_env
 
     zenml_env.configure_environment()
     zenml_env.ensure_repository()

@@ -26,7 +26,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from orchestration.dashboard_browser import DashboardBrowser, DashboardError, artifact_node  # noqa: E402
+from ragwatch.zenml.commands.dashboard_browser import DashboardBrowser, DashboardError, artifact_node  # noqa: E402
 
 
 @dataclass
@@ -83,7 +83,7 @@ def main(argv: list[str] | None = None) -> int:
         print("dashboard_check: point the client at a ZenML server with a user first: "
               'eval "$(scripts/team_stack.sh env)"', file=sys.stderr)
         return 2
-    from zenml_env import configure_environment
+    from ragwatch.zenml.env import configure_environment
 
     configure_environment()
     try:

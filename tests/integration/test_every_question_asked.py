@@ -15,9 +15,9 @@ import pytest
 import yaml
 from zenml.client import Client
 
-import run as cli
 import tests.planted_faithfulness as planted
 from ragwatch.judges.faithfulness import calibrations
+from ragwatch.zenml import cli
 from tests.fake_llm_server import FakeLLMServer
 from tests.integration.conftest import LABELLED, write_config
 

@@ -26,10 +26,10 @@ import pytest
 from zenml.client import Client
 from zenml.enums import ModelStages
 
-import run as cli
 import tests.planted_faithfulness as planted
 from ragwatch.judges.faithfulness import PROMPT_VERSION as FAITHFULNESS_PROMPT
 from ragwatch.judges.faithfulness import calibrations
+from ragwatch.zenml import cli
 from tests.fake_llm_server import FakeLLMServer
 from tests.integration.conftest import write_config
 from tests.review_browser import NEEDS_BROWSER, Server, free_port, review_page

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-import run as cli
+from ragwatch.zenml import cli
 from tests.integration.conftest import write_config
 
 pytestmark = pytest.mark.integration

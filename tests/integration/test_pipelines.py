@@ -8,8 +8,8 @@ import pytest
 from zenml.client import Client
 from zenml.enums import ModelStages
 
-from orchestration.runner import run_pipeline
 from ragwatch.indexing.index import Index
+from ragwatch.zenml.commands.runner import run_pipeline
 from tests.integration.conftest import write_config
 
 pytestmark = pytest.mark.integration

@@ -24,8 +24,8 @@ from pathlib import Path
 import pytest
 from zenml.client import Client
 
-import run as cli
 from ragwatch.judges.faithfulness.verify_evidence import prompt_statements
+from ragwatch.zenml import cli
 from tests.fake_llm_server import FakeLLMServer, first_user_text
 from tests.integration.conftest import write_config
 from tests.review_browser import NEEDS_BROWSER, ROOT, Server, free_port, review_page

@@ -8,7 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from orchestration.init import (
+from ragwatch.config_loader import ConfigError
+from ragwatch.estimate import estimate_pipeline, format_estimate
+from ragwatch.preflight import preflight
+from ragwatch.retrieval.matching import CorpusLabels, MatchSettings
+from ragwatch.zenml.commands.init import (
     InitAnswers,
     ask,
     init_command,
@@ -18,10 +22,6 @@ from orchestration.init import (
     value_kind,
     write_config,
 )
-from ragwatch.config_loader import ConfigError
-from ragwatch.estimate import estimate_pipeline, format_estimate
-from ragwatch.preflight import preflight
-from ragwatch.retrieval.matching import CorpusLabels, MatchSettings
 
 ROOT = Path(__file__).resolve().parents[2]
 

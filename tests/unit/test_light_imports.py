@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-HEAVY = ("litellm", "zenml", "scipy", "pandas", "matplotlib", "onnxruntime", "tokenizers", "pymupdf")
+HEAVY = ("litellm", "zenml", "scipy", "sklearn", "pandas", "matplotlib", "onnxruntime", "tokenizers", "pymupdf")
 CHECK = "bad = [m for m in {heavy!r} if m in sys.modules]; print(bad)"
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from zenml_env import record_analytics_choice
+from ragwatch.zenml.env import record_analytics_choice
 
 
 def test_an_existing_store_file_is_turned_off(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

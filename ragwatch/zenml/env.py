@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-PROJECT_ROOT = Path(__file__).resolve().parent
+PROJECT_ROOT = Path(__file__).resolve().parents[2]  # the checkout: ragwatch/zenml/env.py -> the root
 
 
 def configure_environment(zenml_home: Path | None = None) -> None:

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from zenml import pipeline
 
-from pipelines.evaluate import evaluate
-from pipelines.ingest import ingest
-from pipelines.testset import testset
 from ragwatch.checks.e2e import E2ETables
 from ragwatch.config import FullConfig
+from ragwatch.zenml.pipelines.evaluate import evaluate
+from ragwatch.zenml.pipelines.ingest import ingest
+from ragwatch.zenml.pipelines.testset import testset
 
 
 @pipeline(enable_cache=True)

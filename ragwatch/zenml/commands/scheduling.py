@@ -22,7 +22,7 @@ from apscheduler.schedulers.background import BackgroundScheduler
 from apscheduler.triggers.cron import CronTrigger
 from pydantic import BaseModel
 
-PROJECT_ROOT = Path(__file__).resolve().parent.parent
+from ragwatch.zenml.env import PROJECT_ROOT
 
 
 def state_dir() -> Path:
@@ -98,13 +98,13 @@ def create_native_schedule(cron: str, pipeline: str, config_path: str) -> str:
     """A ZenML schedule on an orchestrator that runs schedules itself (Kubeflow, Airflow, ...)."""
     from zenml.config.schedule import Schedule
 
-    from orchestration.runner import PIPELINES
+    from ragwatch.zenml.commands.runner import PIPELINES
 
     if pipeline not in PIPELINES:
         raise ValueError(f"unknown pipeline {pipeline!r}; choose one of {', '.join(PIPELINES)}")
     if len(cron.split()) != 5:
         raise ValueError("native ZenML schedules take a 5-field cron expression")
-    from orchestration import runner
+    from ragwatch.zenml.commands import runner
 
     runner.run_pipeline(pipeline, config_path, schedule=Schedule(cron_expression=cron))
     return f"native ZenML schedule '{cron}' for {pipeline} on the active stack's orchestrator"

@@ -36,7 +36,7 @@ from ragwatch.report.markdown import build_markdown_summary
 from ragwatch.report.page import build_html_report
 from ragwatch.report.summary import judge_models, verdict_line
 from ragwatch.report.verdicts import flag_lines, reason_lines
-from readback import (
+from ragwatch.zenml.readback import (
     PRODUCTION_RECORD,
     SystemKey,
     previous_evaluation,
@@ -44,7 +44,7 @@ from readback import (
     run_label,
     step_timings,
 )
-from steps.materializers import RunComparisonsMaterializer
+from ragwatch.zenml.steps.materializers import RunComparisonsMaterializer
 
 
 def _metadata_scores(group: MetricGroup) -> dict[str, Any]:

@@ -10,10 +10,9 @@ from zenml import log_metadata, step
 from ragwatch.artifacts import AnswerSet, EvalSet, MetricGroup
 from ragwatch.config import SystemUnderTest
 from ragwatch.evalset.assemble import generation_samples
+from ragwatch.evalset.logged import LogInput, logged_eval_set
 from ragwatch.evaluation import answer_questions, build_system
-from ragwatch.log_settings import LogInput
-from ragwatch.logs.evaluate import logged_eval_set
-from steps.secrets import export_api_keys
+from ragwatch.zenml.steps.secrets import export_api_keys
 
 
 @step(enable_cache=False)

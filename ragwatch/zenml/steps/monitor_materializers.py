@@ -12,9 +12,9 @@ from zenml.enums import VisualizationType
 from zenml.io import fileio
 from zenml.materializers.pydantic_materializer import PydanticMaterializer
 
-from ragwatch.logs.monitor import MonitorReport
-from ragwatch.logs.report import report_html
-from ragwatch.logs.window import LogWindow
+from ragwatch.logsources.window import LogWindow
+from ragwatch.monitoring.monitor import MonitorReport
+from ragwatch.monitoring.report import report_html
 
 
 class LogWindowMaterializer(PydanticMaterializer):

@@ -5,8 +5,8 @@ from __future__ import annotations
 from zenml import pipeline
 
 from ragwatch.code_version import code_version
-from ragwatch.logs.settings import MonitorConfig
-from steps.monitor import compare_windows_step, evaluate_window_step, read_log_step, select_windows_step
+from ragwatch.monitoring.settings import MonitorConfig
+from ragwatch.zenml.steps.monitor import compare_windows_step, evaluate_window_step, read_log_step, select_windows_step
 
 
 @pipeline(enable_cache=True)

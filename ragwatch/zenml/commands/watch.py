@@ -19,9 +19,9 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from orchestration.scheduling import state_dir
 from ragwatch.config import FullConfig, corpus_fingerprint, system_fingerprint
 from ragwatch.config_loader import load_config
+from ragwatch.zenml.commands.scheduling import state_dir
 
 
 class WatchKey(BaseModel):

@@ -11,16 +11,17 @@ from typing import Annotated
 from zenml import get_step_context, log_metadata, step
 from zenml.types import HTMLString
 
-from ragwatch.log_settings import LogSettings
-from ragwatch.logs.monitor import MonitorReport, WindowEvaluation, evaluate_window, monitor_report
-from ragwatch.logs.phoenix_annotate import annotate_window
-from ragwatch.logs.read import read_log
-from ragwatch.logs.records import LogReadResult
-from ragwatch.logs.report import report_html
-from ragwatch.logs.settings import MonitorConfig, WindowSettings
-from ragwatch.logs.window import LogWindow, select_windows
-from steps.monitor_materializers import LogWindowMaterializer, MonitorReportMaterializer
-from steps.secrets import export_api_keys
+from ragwatch.logsources.read import read_log
+from ragwatch.logsources.records import LogReadResult
+from ragwatch.logsources.settings import LogSettings
+from ragwatch.logsources.window import LogWindow, WindowSettings
+from ragwatch.monitoring.monitor import MonitorReport, WindowEvaluation, evaluate_window, monitor_report
+from ragwatch.monitoring.phoenix_annotate import annotate_window
+from ragwatch.monitoring.report import report_html
+from ragwatch.monitoring.settings import MonitorConfig
+from ragwatch.monitoring.windows import select_windows
+from ragwatch.zenml.steps.monitor_materializers import LogWindowMaterializer, MonitorReportMaterializer
+from ragwatch.zenml.steps.secrets import export_api_keys
 
 
 @step(enable_cache=False)
@@ -65,7 +66,7 @@ def compare_windows_step(log: LogReadResult, current_window: LogWindow, previous
                          reference: WindowEvaluation, config: MonitorConfig) -> tuple[
         Annotated[MonitorReport, "monitor_report"], Annotated[HTMLString, "drift_report"]]:
     """Drift vs the previous and the reference window (unpaired) and between versions; run metadata."""
-    from ragwatch.logs.window import Windows
+    from ragwatch.monitoring.windows import Windows
 
     windows = Windows(current=current_window, previous=previous_window, reference=reference_window)
     report = monitor_report(log, windows, current, previous, reference, config)
