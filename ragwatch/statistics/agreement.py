@@ -1,6 +1,8 @@
 """Agreement between two raters (judge vs judge, judge vs human), with bootstrap intervals.
 
-Every measure returns a plain float and never NaN. Where a measure is mathematically undefined on
+scikit-learn computes kappa, F1, ROC AUC and balanced accuracy and SciPy computes Spearman's rho; this
+module checks the input, names the undefined cases and bootstraps. Every measure returns a plain float
+and never NaN. Where a measure is mathematically undefined on
 the given input, it returns the value of its `undefined` argument instead (like scikit-learn's
 `replace_undefined_by` / `zero_division`), and the docstring says when that happens:
 
@@ -25,7 +27,7 @@ Example:
 
 from __future__ import annotations
 
-import math
+import warnings
 from collections.abc import Callable, Hashable, Sequence
 from typing import Any, Literal
 
@@ -47,7 +49,7 @@ class Estimate(BaseModel):
 
 
 def _pair(a: Sequence[Any], b: Sequence[Any], what: str) -> tuple[np.ndarray, np.ndarray]:
-    x, y = np.asarray(list(a)), np.asarray(list(b))
+    x, y = _labels(a, what), _labels(b, what)
     if x.shape != y.shape or x.ndim != 1:
         raise ValueError(
             f"{what}: the two raters must label the same items: got {len(x)} and {len(y)} labels; "
@@ -58,12 +60,35 @@ def _pair(a: Sequence[Any], b: Sequence[Any], what: str) -> tuple[np.ndarray, np
     return x, y
 
 
+def _labels(values: Sequence[Any], what: str) -> np.ndarray:
+    if isinstance(values, np.ndarray):
+        return values
+    x = np.asarray(list(values))
+    # numpy turns [1, "a"] into strings ("1", "a"), which would then equal a rater's "1"
+    if x.dtype.kind == "U" and not all(isinstance(v, str) for v in values):
+        raise ValueError(f"{what}: labels of mixed types (strings and numbers) cannot be compared; use one label type")
+    return x
+
+
 def _codes(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
+    """Both raters' labels as positions in their sorted union (what weighted kappa's distance is taken on)."""
+    if (x.dtype.kind == "U") != (y.dtype.kind == "U"):
+        raise ValueError("labels of mixed types cannot be compared (one rater's are strings, the other's are "
+                         "not); use one label type")
     try:
         labels = np.unique(np.concatenate([x, y]))
     except TypeError as exc:
         raise ValueError(f"labels of mixed types cannot be compared ({exc}); use one label type") from exc
     return np.searchsorted(labels, x), np.searchsorted(labels, y), labels.size
+
+
+def _library(score: Callable[..., Any], *args: Any, **kwargs: Any) -> float | None:
+    """A library measure as a float, None where it is NaN. Its warnings are dropped: each undefined
+    case it would warn about is caught before the call and documented above."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        value = float(score(*args, **kwargs))
+    return None if np.isnan(value) else value
 
 
 def cohen_kappa(
@@ -80,24 +105,15 @@ def cohen_kappa(
 
 
 def _cohen_kappa(a: Sequence[Hashable], b: Sequence[Hashable], *, weights: KappaWeights = None) -> float | None:
+    if weights not in (None, "linear", "quadratic"):
+        raise ValueError(f"weights must be None, 'linear' or 'quadratic', not {weights!r}")
+    from sklearn.metrics import cohen_kappa_score  # ~1 s to import; config validation needs none of it
+
     x, y = _pair(a, b, "cohen_kappa")
     ix, iy, k = _codes(x, y)
-    observed = np.bincount(ix * k + iy, minlength=k * k).reshape(k, k).astype(float)
-    expected = np.outer(observed.sum(axis=1), observed.sum(axis=0)) / observed.sum()
-    if weights is None:
-        w = 1.0 - np.eye(k)
-    else:
-        grid = np.abs(np.subtract.outer(np.arange(k), np.arange(k))).astype(float)
-        if weights == "linear":
-            w = grid
-        elif weights == "quadratic":
-            w = grid**2
-        else:
-            raise ValueError(f"weights must be None, 'linear' or 'quadratic', not {weights!r}")
-    chance = float((w * expected).sum())
-    if chance == 0.0:
+    if k == 1:  # one label on every item from both raters: chance agreement is 1
         return None
-    return 1.0 - float((w * observed).sum()) / chance
+    return _library(cohen_kappa_score, ix, iy, weights=weights)
 
 
 def weighted_kappa(
@@ -117,18 +133,6 @@ def _weighted_kappa(
     return _cohen_kappa(a, b, weights=weights)
 
 
-def _ranks(x: np.ndarray) -> np.ndarray:
-    """Average ranks (ties share the mean of their positions), as scipy's rankdata does."""
-    order = np.argsort(x, kind="mergesort")
-    sorted_x = x[order]
-    ranks = np.empty(x.size, dtype=float)
-    starts = np.flatnonzero(np.r_[True, sorted_x[1:] != sorted_x[:-1]])
-    ends = np.r_[starts[1:], x.size]
-    for start, end in zip(starts, ends, strict=True):
-        ranks[order[start:end]] = (start + end + 1) / 2.0
-    return ranks
-
-
 def spearman(a: Sequence[float], b: Sequence[float], *, undefined: float = 0.0) -> float:
     """Spearman rank correlation (scipy's `spearmanr` statistic); `undefined` when a side is constant."""
     value = _spearman(a, b)
@@ -136,6 +140,8 @@ def spearman(a: Sequence[float], b: Sequence[float], *, undefined: float = 0.0) 
 
 
 def _spearman(a: Sequence[float], b: Sequence[float]) -> float | None:
+    from scipy.stats import spearmanr  # lazy, as the rest of SciPy in ragwatch.statistics
+
     x, y = _pair(a, b, "spearman")
     try:
         x, y = x.astype(float), y.astype(float)
@@ -143,12 +149,9 @@ def _spearman(a: Sequence[float], b: Sequence[float]) -> float | None:
         raise ValueError(f"spearman needs numeric scores: {exc}") from exc
     if not (np.isfinite(x).all() and np.isfinite(y).all()):
         raise ValueError("spearman: scores must be finite; drop or fix NaN/inf scores first")
-    rx, ry = _ranks(x), _ranks(y)
-    rx, ry = rx - rx.mean(), ry - ry.mean()
-    denom = math.sqrt(float((rx**2).sum()) * float((ry**2).sum()))
-    if denom == 0.0:
+    if x.min() == x.max() or y.min() == y.max():
         return None
-    return float(np.clip((rx * ry).sum() / denom, -1.0, 1.0))
+    return _library(lambda u, v: spearmanr(u, v).statistic, x, y)
 
 
 def hamming_distance(a: Sequence[Hashable], b: Sequence[Hashable]) -> float:
@@ -167,9 +170,13 @@ def balanced_accuracy(y_true: Sequence[Hashable], y_pred: Sequence[Hashable]) ->
 
     With one class only in `y_true` it is that class's recall, i.e. the accuracy.
     """
+    from sklearn.metrics import balanced_accuracy_score
+
     x, y = _pair(y_true, y_pred, "balanced_accuracy")
-    recalls = [float((y[x == label] == label).mean()) for label in np.unique(x)]
-    return float(np.mean(recalls))
+    ix, iy, _ = _codes(x, y)
+    value = _library(balanced_accuracy_score, ix, iy)
+    assert value is not None  # defined on any non-empty input
+    return value
 
 
 def f1(
@@ -184,14 +191,19 @@ def f1(
 
 
 def _f1(y_true: Sequence[Hashable], y_pred: Sequence[Hashable], *, positive: Hashable = 1) -> float | None:
+    from sklearn.metrics import f1_score
+
     x, y = _pair(y_true, y_pred, "f1")
-    true_pos = x == positive
-    pred_pos = y == positive
-    tp = int((true_pos & pred_pos).sum())
-    denom = int(true_pos.sum()) + int(pred_pos.sum())
-    if denom == 0:
+    # one label's F1 is the binary F1 of "is it that label" (the same tp, fp and fn)
+    true_pos, pred_pos = _is(x, positive), _is(y, positive)
+    if not (true_pos.any() or pred_pos.any()):
         return None
-    return 2.0 * tp / denom
+    return _library(f1_score, true_pos, pred_pos, zero_division=np.nan)
+
+
+def _is(x: np.ndarray, label: Hashable) -> np.ndarray:
+    """Which items carry `label` (1 == 1.0 == True, as in Python)."""
+    return np.fromiter((v == label for v in x.tolist()), dtype=bool, count=x.size)
 
 
 def roc_auc(labels: Sequence[Hashable], scores: Sequence[float], *, positive: Hashable = True,
@@ -209,14 +221,19 @@ def roc_auc(labels: Sequence[Hashable], scores: Sequence[float], *, positive: Ha
 
 
 def _roc_auc(labels: Sequence[Hashable], scores: Sequence[float], *, positive: Hashable = True) -> float | None:
-    x = np.asarray([label == positive for label in labels])
-    s = np.asarray(scores, dtype=float)
-    pos, neg = s[x], s[~x]
-    if pos.size == 0 or neg.size == 0:
+    from sklearn.metrics import roc_auc_score
+
+    x, s = _pair(labels, scores, "roc_auc")
+    try:
+        s = s.astype(float)
+    except ValueError as exc:
+        raise ValueError(f"roc_auc needs numeric scores: {exc}") from exc
+    if not np.isfinite(s).all():
+        raise ValueError("roc_auc: scores must be finite; drop or fix NaN/inf scores first")
+    is_pos = _is(x, positive)
+    if is_pos.all() or not is_pos.any():
         return None
-    greater = (pos[:, None] > neg[None, :]).sum()
-    ties = (pos[:, None] == neg[None, :]).sum()
-    return float((greater + 0.5 * ties) / (pos.size * neg.size))
+    return _library(roc_auc_score, is_pos, s)
 
 
 def with_interval(
