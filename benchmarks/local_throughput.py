@@ -85,7 +85,7 @@ class SerialProbe:
         from ragwatch.llm import local
 
         original_sample = cls.sample
-        original_record = local._LogprobRecorder.__call__
+        original_record = local.LogprobRecorder.__call__
 
         def sample(this: Any, *args: Any, **kwargs: Any) -> Any:
             started = time.perf_counter()
@@ -102,7 +102,7 @@ class SerialProbe:
                 SerialProbe.logprob_s += time.perf_counter() - started
 
         cls.sample = sample
-        local._LogprobRecorder.__call__ = record
+        local.LogprobRecorder.__call__ = record
         SerialProbe._patched = True
 
     def reset(self) -> None:

@@ -73,8 +73,7 @@ def test_greedy_grammar_shortcut_decodes_exactly_like_the_full_grammar_check():
     pytest.importorskip("llama_cpp")
     from llama_cpp import Llama, LogitsProcessorList
 
-    from ragwatch.llm.local import model_path
-    from ragwatch.llm.local.completion import LogprobRecorder
+    from ragwatch.llm.local import LogprobRecorder, model_path
     from ragwatch.llm.local.grammar import greedy_grammar_class
 
     schema = {"type": "object", "required": ["verdicts"], "properties": {"verdicts": {

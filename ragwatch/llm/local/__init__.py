@@ -5,7 +5,8 @@ door: the rest of the code imports what it needs from here (and sets its knobs h
   `ModelNotInstalledError` (`registry.py`);
 - running a model: `register()` (litellm's `local/<name>` provider, `provider.py`), `chat`,
   `perplexity`, `load` / `loaded`, `close_all`;
-- the decode engine: `reserve(name, slots)`, `slots_for`, `engine(name)`, `engine_stats(name)`.
+- the decode engine: `reserve(name, slots)`, `slots_for`, `engine(name)`, `engine_stats(name)`;
+  the serial path's `LogprobRecorder` (a benchmark times it).
 
 One llama model per process. Calls decode together: a `DecodeEngine` (`decode_engine.py`: continuous
 batching) per model serves up to `slots` requests at once on its own multi-sequence context, so the
@@ -29,14 +30,14 @@ import math
 import threading
 from typing import Any
 
-from ragwatch.llm.local.completion import engine_completion, llama_params, serial_completion
+from ragwatch.llm.local.completion import LogprobRecorder, engine_completion, llama_params, serial_completion
 from ragwatch.llm.local.decode_engine import Completion, DecodeEngine, EngineClosedError, EngineError, EngineStats
 from ragwatch.llm.local.grammar import greedy_grammar_class, json_strings_without_control_characters
 from ragwatch.llm.local.registry import MODELS, ModelNotInstalledError, PackagedModel, get_model, model_path, packaged
 from ragwatch.llm.models import LOCAL_PROVIDER
 
 __all__ = [
-    "MODELS", "Completion", "DecodeEngine", "EngineClosedError", "EngineError", "EngineStats",
+    "MODELS", "Completion", "DecodeEngine", "EngineClosedError", "EngineError", "EngineStats", "LogprobRecorder",
     "ModelNotInstalledError", "PackagedModel", "chat", "close_all", "engine", "engine_stats", "get_model", "load",
     "loaded", "model_path", "packaged", "perplexity", "register", "reserve", "slots_for",
 ]

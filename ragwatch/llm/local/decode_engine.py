@@ -414,7 +414,7 @@ class DecodeEngine:
         pointer = llama_cpp.llama_get_logits_ith(self._ctx.ctx, index)
         logits = np.ctypeslib.as_array(pointer, shape=(self._n_vocab,))
         peak = float(logits.max())
-        # the serial path's expression (`local._LogprobRecorder`), so the figures match bit for bit
+        # the serial path's expression (`completion.LogprobRecorder`), so the figures match bit for bit
         return logits - (peak + math.log(float(np.exp(logits - peak).sum())))
 
     def _piece(self, token: int) -> str:
