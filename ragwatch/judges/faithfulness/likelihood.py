@@ -97,8 +97,9 @@ def evidence_sentences(contexts: Sequence[str], statements: Sequence[str], *, se
     """The sentences the evidence-first verifier shows for this answer's statements (those that make a
     claim; the others are never shown to the judge), in context order."""
     asked = [s for s in statements if not makes_no_claim(s)] or list(statements)
-    verifier = EvidenceVerifier(sentences_per_statement=sentences_per_statement, max_sentences=max_sentences,
-                                support_model=None)
+    # the verifier shows at least `sentences_per_statement`: fewer (to fit a window) need fewer per statement
+    verifier = EvidenceVerifier(sentences_per_statement=min(sentences_per_statement, max_sentences),
+                                max_sentences=max_sentences, support_model=None)
     return [s.text for s in verifier.shown_sentences(context_sentences(contexts), asked)]
 
 
