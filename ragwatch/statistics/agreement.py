@@ -270,8 +270,8 @@ def with_interval(
     if metric not in _TABLE_MEASURES:
         statistic = measure
     else:
-        # A library call costs about a millisecond whatever n, so each distinct table of (a, b) label
-        # pairs is measured once: resamples with the same table are the same multiset of pairs.
+        # A library call's cost is mostly its input checks, whatever n, so each distinct table of (a, b)
+        # label pairs is measured once: resamples with the same table are the same multiset of pairs.
         ix, iy, k = _codes(x, y)
         cells = ix * k + iy
         seen: dict[bytes, float | None] = {}
