@@ -134,3 +134,20 @@ def test_no_circle_between_the_core_packages():
             packages.add_edge(package(a), package(b))
     circles = [sorted(c) for c in nx.strongly_connected_components(packages) if len(c) > 1]
     assert circles == [], f"package circles: {circles}"
+
+
+LOG_FLOW = ("ragwatch.logsources", "ragwatch.evalset.logged", "ragwatch.monitoring")  # bottom up
+
+
+def test_the_log_packages_read_bottom_up():
+    """A log's sources know no use of their records, the evaluation set no monitor: each of `LOG_FLOW`
+    imports only those listed before it (and the rest of the core), never one after it."""
+    def rank(module: str) -> int | None:
+        hits = [i for i, top in enumerate(LOG_FLOW) if module == top or module.startswith(top + ".")]
+        return hits[0] if hits else None
+
+    upward = [(a, b) for a, b in import_graph().edges
+              if (ra := rank(a)) is not None and (rb := rank(b)) is not None and rb > ra]
+    sources_up = [(a, b) for a, b in import_graph().edges if rank(a) == 0 and b.startswith("ragwatch.evalset")]
+    assert upward == [] and sources_up == []
+    assert import_graph().has_edge("ragwatch.monitoring.monitor", "ragwatch.evalset.logged")  # the control

@@ -14,11 +14,11 @@ from zenml.types import HTMLString
 from ragwatch.logsources.read import read_log
 from ragwatch.logsources.records import LogReadResult
 from ragwatch.logsources.settings import LogSettings
-from ragwatch.logsources.window import LogWindow, WindowSettings
+from ragwatch.logsources.window import LogWindow
 from ragwatch.monitoring.monitor import MonitorReport, WindowEvaluation, evaluate_window, monitor_report
 from ragwatch.monitoring.phoenix_annotate import annotate_window
 from ragwatch.monitoring.report import report_html
-from ragwatch.monitoring.settings import MonitorConfig
+from ragwatch.monitoring.settings import MonitorConfig, MonitorWindow
 from ragwatch.monitoring.windows import select_windows
 from ragwatch.zenml.steps.monitor_materializers import LogWindowMaterializer, MonitorReportMaterializer
 from ragwatch.zenml.steps.secrets import export_api_keys
@@ -33,7 +33,7 @@ def read_log_step(logs: LogSettings) -> Annotated[LogReadResult, "log_read"]:
 
 
 @step(enable_cache=False, output_materializers=LogWindowMaterializer)
-def select_windows_step(log: LogReadResult, window: WindowSettings, at: str | None = None,
+def select_windows_step(log: LogReadResult, window: MonitorWindow, at: str | None = None,
                         length: str | None = None) -> tuple[
         Annotated[LogWindow, "current_window"], Annotated[LogWindow, "previous_window"],
         Annotated[LogWindow, "reference_window"]]:
