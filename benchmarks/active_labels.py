@@ -13,36 +13,31 @@ The truth is the readers' mean item faithfulness over all the labelled answers (
 are a sample of). Reported per design and n: mean interval width, coverage and bias, and the root
 mean squared error of the estimate around the simulated run's own mean label. The width carries
 the sampling of the run's N items too, which no labelling reduces (about 2 * 1.96 * sd(y) / sqrt(N));
-the RMSE shows what the labels themselves buy.
+the RMSE shows what the labels themselves buy. The simulation is `ragwatch.simulation.active_labels`.
 
 The judge's item score is the mean P(supported) of its statements (`--score mean`, the level
 estimate) or the share of statements it calls supported (`--score share`, the verdict share; the
 row's `verdict`, else P(supported) at its `threshold` or `--threshold`).
 
 Usage:
-    python benchmarks/active_labels.py --features /work/helpers/data/features_default_dev.jsonl
-    python benchmarks/active_labels.py --features F --score share --items 65 --reps 4000 --json out.json
+    python -m benchmarks active_labels --features /work/helpers/data/features_default_dev.jsonl
+    python -m benchmarks active_labels --features F --score share --items 65 --reps 4000 --json out.json
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from ragwatch.review.spread import probs_spread
+from ragwatch.simulation.active_labels import Cell, simulate
+from ragwatch.statistics.active import DEFAULT_FLOOR
 
-from ragwatch.review.spread import probs_spread  # noqa: E402
-from ragwatch.statistics.active import DEFAULT_FLOOR, active_probabilities, draw_pps  # noqa: E402
-from ragwatch.statistics.ppi import ppi_mean  # noqa: E402
-
-SIZES = (10, 20, 30, 50)
 PROB_KEYS = ("p_calibrated", "p_supported", "p", "probability")
 TRUE_LABELS = {"1", "true", "supported", "faithful", "yes"}
 FALSE_LABELS = {"0", "false", "unsupported", "hallucinated", "no"}
@@ -89,53 +84,6 @@ def read_answers(path: Path, threshold: float = 0.5) -> list[Answer]:
     if len(by_item) < 5:
         raise ValueError(f"{path}: {len(by_item)} labelled answers; the simulation needs at least 5")
     return [Answer(np.array(p), np.array(v), np.array(y)) for p, v, y in by_item.values()]
-
-
-@dataclass
-class Cell:
-    design: str
-    n: int
-    width: float
-    coverage: float
-    bias: float
-    rmse: float  # of the estimate around the run's own mean label: what the labels buy
-    reps: int
-
-
-def simulate(f: np.ndarray, y: np.ndarray, spread: np.ndarray, noise: np.ndarray, *, items: int,
-             sizes: Sequence[int] = SIZES, reps: int = 2000, seed: int = 0, floor: float = DEFAULT_FLOOR
-             ) -> list[Cell]:
-    """Per design and n: width, coverage and bias of the PPI interval for mean(y) over the answers.
-
-    `f`, `y`, `spread`, `noise`: the judge's score, the readers' label, the spread and the label noise
-    (`ragwatch.review.spread`) of every answer of the superpopulation; each replicate draws `items`
-    answers from it with replacement.
-    """
-    rng = np.random.default_rng(seed)
-    truth = float(y.mean())
-    cells: dict[tuple[str, int], list[tuple[float, bool, float, float]]] = {}
-    for _ in range(reps):
-        pick = rng.integers(0, f.size, items)
-        f_run, y_run, s_run, n_run = f[pick], y[pick], spread[pick], noise[pick]
-        for n in sizes:
-            if n > items:
-                continue
-            for design in ("uniform", "active"):
-                if design == "uniform":
-                    probs = np.full(items, n / items)
-                    chosen = rng.choice(items, n, replace=False)
-                else:
-                    probs = active_probabilities(s_run, n, floor=floor)
-                    chosen = draw_pps(probs, rng)
-                est = ppi_mean(y_run[chosen], f_run[chosen], f_run, weights=1.0 / probs[chosen], bounds=(0.0, 1.0),
-                               noise=n_run[chosen])
-                cells.setdefault((design, n), []).append(
-                    (est.ci_high - est.ci_low, est.ci_low <= truth <= est.ci_high, est.estimate - truth,
-                     est.estimate - float(y_run.mean())))
-    return [Cell(design=d, n=n, width=float(np.mean([r[0] for r in v])), coverage=float(np.mean([r[1] for r in v])),
-                 bias=float(np.mean([r[2] for r in v])), rmse=float(np.sqrt(np.mean([r[3] ** 2 for r in v]))),
-                 reps=len(v))
-            for (d, n), v in sorted(cells.items(), key=lambda kv: (kv[0][1], kv[0][0]))]
 
 
 def table(cells: Sequence[Cell]) -> str:

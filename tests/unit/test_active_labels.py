@@ -2,21 +2,15 @@
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import numpy as np
 import pytest
 
 from ragwatch.results import ItemScore, MetricInfo, MetricResult
 from ragwatch.review.sample import review_sample
 from ragwatch.review.spread import label_spread
+from ragwatch.simulation import active_labels
 from ragwatch.statistics.active import active_probabilities, draw_pps, labels_needed
 from ragwatch.statistics.ppi import ppi_mean
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
-
-import active_labels
 
 
 def test_probabilities_follow_the_spread_with_a_floor_and_sum_to_n():

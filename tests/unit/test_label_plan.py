@@ -3,8 +3,6 @@ and what labels bought (`ragwatch.review.plan`, `plan_cost`, `plan_format`, `orc
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
@@ -16,11 +14,8 @@ from ragwatch.review.labels import HumanLabel, HumanLabels
 from ragwatch.review.plan import MIN_MEASURED_LABELS, UnitCost, error_model, plan_width
 from ragwatch.review.plan_cost import judge_unit_cost
 from ragwatch.review.plan_format import format_plan
+from ragwatch.simulation import label_plan as bench
 from ragwatch.statistics.active import interval_reach, labels_needed
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
-
-import label_plan_accuracy as bench
 
 
 def _population(judge: str = "medium", level: float = 0.8, n: int = 300, seed: int = 0):

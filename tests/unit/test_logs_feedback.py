@@ -1,12 +1,10 @@
 """Feedback per window: the share with its interval and n over every answer of the window, its unpaired
 change against earlier windows, and the prediction-powered level from the judge and the feedback
-(its coverage by simulation, `benchmarks/feedback_ppi_coverage.py` with fewer repetitions)."""
+(its coverage by simulation, `ragwatch.simulation.feedback` as the benchmark runs it, fewer repetitions)."""
 
 from __future__ import annotations
 
-import sys
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -25,12 +23,9 @@ from ragwatch.monitoring.report import report_html, report_text
 from ragwatch.monitoring.settings import FeedbackSettings, MonitorConfig
 from ragwatch.monitoring.windows import select_windows
 from ragwatch.results import ItemScore, MetricInfo, MetricResult
+from ragwatch.simulation.feedback import SETTINGS, Setting, coverage
 from ragwatch.statistics.intervals import mean_interval, unpaired_diff_interval
 from ragwatch.statistics.ppi import ppi_mean
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
-
-from feedback_ppi_coverage import SETTINGS, Setting, coverage
 
 DAY = datetime(2026, 11, 20, tzinfo=UTC)
 

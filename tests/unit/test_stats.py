@@ -1,10 +1,10 @@
 """Intervals of a metric's mean and of differences between runs: coverage by simulation at small and
-large n, width against Student's t, and the edge cases. The populations are those of
-`benchmarks/interval_width.py` (which prints the full tables); samples are seeded and vectorised."""
+large n, width against Student's t, and the edge cases. The populations are
+`ragwatch.simulation.intervals`, as in `benchmarks/interval_width.py` (which prints the full tables);
+samples are seeded and vectorised."""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -12,6 +12,7 @@ import pytest
 from scipy import stats as scipy_stats
 
 from ragwatch.results import ItemScore, MetricInfo, MetricResult
+from ragwatch.simulation import intervals as bench
 from ragwatch.statistics.intervals import (
     bounded_intervals,
     mean_interval,
@@ -20,14 +21,14 @@ from ragwatch.statistics.intervals import (
     unpaired_diff_interval,
 )
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
-import interval_width as bench
-
 SIZES = (5, 10, 30, 100, 1000)
 DRAWS = 1000
 LIKERT = np.arange(1, 6, dtype=float)
 FLOOR = 0.92
-KINDS = {k.name: k for k in bench.mean_kinds()}
+# the judge scores the benchmark resamples as kinds of their own
+JUDGE_SCORES = bench.empirical_scores(
+    Path(__file__).resolve().parents[2] / "benchmarks" / "results" / "judge_choice_support.json")
+KINDS = {k.name: k for k in bench.mean_kinds(JUDGE_SCORES)}
 PAIRS = {k.name: k for k in bench.pair_kinds()}
 # the fast subset; the other kinds run with the slow tests (and in the benchmark)
 FAST = {"similarity 0.7 sd 0.1", "weighted faithfulness 85/15", "beta(2,0.3) piled near 1",
@@ -90,7 +91,7 @@ def test_likert_interval_covers_at_every_n(probs: tuple[float, ...]) -> None:
         assert _coverage(samples, truth, (1.0, 5.0)) >= FLOOR, f"n={n}, probs={probs}"
 
 
-@pytest.mark.parametrize("name", _params([k.name for k in bench.mean_kinds() if k.group == "continuous"]))
+@pytest.mark.parametrize("name", _params([k.name for k in bench.mean_kinds(JUDGE_SCORES) if k.group == "continuous"]))
 def test_continuous_bounded_interval_covers(name: str) -> None:
     # similarity, probability-weighted judges, fractions, Likert means, scores piled at a bound,
     # mixtures, and judges' real P(yes) scores resampled
@@ -100,7 +101,7 @@ def test_continuous_bounded_interval_covers(name: str) -> None:
         assert _coverage(kind.sample(rng, (DRAWS, n)), kind.truth, kind.scale) >= FLOOR, f"n={n}"
 
 
-@pytest.mark.parametrize("name", [k.name for k in bench.mean_kinds() if k.width_checked])
+@pytest.mark.parametrize("name", [k.name for k in bench.mean_kinds(JUDGE_SCORES) if k.width_checked])
 def test_continuous_interval_is_about_as_tight_as_t(name: str) -> None:
     kind = KINDS[name]
     lo, hi = kind.scale
