@@ -269,6 +269,14 @@ def report(records: list[dict[str, Any]], models: list[str], resamples: int) -> 
     for name in [m.name for m in plus] + ["(c) shipped + the signal chosen on the fitting systems"]:
         lines.append(f"| {name.removeprefix('(c) shipped + ')} | "
                      f"{difference(records, results[shipped.name], results[name], resamples)} |")
+    lines += ["", "### Each signal as it is (no fit): ROC AUC of its raw value, supported vs unsupported, per system "
+              "(above 0.5: higher for supported statements)", "",
+              "| signal | " + " | ".join(systems) + " | all |", "|---|" + "---|" * (len(systems) + 1)]
+    for m in models:
+        for sig in SIGNALS:
+            aucs = [raw_auc([r for r in records if r["system"] == s], f"{m}:{sig}") for s in systems]
+            lines.append(f"| {m}: {sig} | " + " | ".join(f"{a:.3f}" for a in aucs)
+                         + f" | {raw_auc(records, f'{m}:{sig}'):.3f} |")
     judge = np.array([r["seconds"] for r in records], dtype=float)
     lines += ["", "### Seconds per statement (the same statements)", "",
               "| reader | mean seconds per statement | over the judge's recorded |", "|---|---|---|",
@@ -279,6 +287,14 @@ def report(records: list[dict[str, Any]], models: list[str], resamples: int) -> 
         lines.append(f"| {m} likelihood (evidence read once per answer, two readings per statement) | "
                      f"{secs.mean():.2f} | {secs.sum() / judge.sum():.2f} |")
     return lines
+
+
+def raw_auc(records: Sequence[dict[str, Any]], column: str) -> float:
+    """ROC AUC of one column's raw values (ties count half)."""
+    y = np.array([r["label"] for r in records], dtype=bool)
+    x = np.array([r[column] for r in records], dtype=float)
+    pos, neg = x[y], x[~y]
+    return float(((pos[:, None] > neg[None, :]) + 0.5 * (pos[:, None] == neg[None, :])).mean())
 
 
 def measure(features: Sequence[Path], likelihood: Sequence[Path], out: Path | None, resamples: int,
