@@ -6,8 +6,8 @@ sentence-final punctuation while the next one starts in lower case: a line break
 Also counted: words hyphenated at a line end ("curva-"). Prints one row per PDF and the totals.
 
 Usage:
-    python benchmarks/pdf_sentences.py                         # the bundled sample PDF
-    python benchmarks/pdf_sentences.py paper1.pdf paper2.pdf
+    python -m lab.pdf_sentences                         # the bundled sample PDF
+    python -m lab.pdf_sentences paper1.pdf paper2.pdf
 """
 
 from __future__ import annotations

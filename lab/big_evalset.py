@@ -9,8 +9,8 @@ to a log file (not a terminal, as in CI). Prints wall time, peak RSS, provider c
 time (calls * L / C), progress lines seen, and the size of the HTML report.
 
 Usage:
-    python benchmarks/big_evalset.py                       # N=5000, latency 1 s, concurrency 32
-    python benchmarks/big_evalset.py --n 500 --judges correctness faithfulness --keep
+    python -m lab.big_evalset                       # N=5000, latency 1 s, concurrency 32
+    python -m lab.big_evalset --n 500 --judges correctness faithfulness --keep
 """
 
 from __future__ import annotations
@@ -27,7 +27,6 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 from tests.fake_llm_server import FakeLLMServer, schema_reply  # noqa: E402
 

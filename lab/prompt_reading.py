@@ -13,7 +13,7 @@ Tokens per call default to the figures `local_throughput.py` measured on the def
 the judge's instructions from its previous call, so the floor is also printed with those tokens
 (the verification system prompt, tokenized by the judge model) not read again.
 
-    python benchmarks/prompt_reading.py [--tokens 800] [--repeats 2] [--items 60] [--no-requantize]
+    python -m lab.prompt_reading [--tokens 800] [--repeats 2] [--items 60] [--no-requantize]
 """
 
 from __future__ import annotations
@@ -29,7 +29,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 from ragwatch.judges.faithfulness.verify import VERIFY_BATCH_SYSTEM  # noqa: E402
 from ragwatch.llm.local import N_THREADS, model_path  # noqa: E402

@@ -1,7 +1,7 @@
 """Generate an evaluation set from the sample corpus with a local model; print speed, filter counts
 and the pairs (a cold LLM cache unless --warm).
 
-    python benchmarks/testset.py --model local/qwen2.5-0.5b-instruct --chunks 8 [--check] [--warm]
+    python -m lab.testset --model local/qwen2.5-0.5b-instruct --chunks 8 [--check] [--warm]
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ random unit word vectors (numpy only, so the figures measure search and metrics,
 Each query takes words from one target chunk, which is its relevant item. Queries are embedded in
 one batch per `search_many` call. Prints queries/s per mode and how time grows with the query count.
 
-    python benchmarks/retrieval.py --sizes 1000 5000 20000 --queries 100 400 1600
+    python -m lab.retrieval --sizes 1000 5000 20000 --queries 100 400 1600
 """
 
 from __future__ import annotations

@@ -13,8 +13,8 @@ Prints:
      hallucination judgement on 20 HaluEval items (greedy verdict vs P(yes) from logprobs).
 
 Usage:
-    python benchmarks/llm_throughput.py --skip-local            # N=320, latency 1 s, concurrency 32
-    python benchmarks/llm_throughput.py --skip-fake --judge --models smollm2-135m-instruct qwen2.5-0.5b-instruct
+    python -m lab.llm_throughput --skip-local            # N=320, latency 1 s, concurrency 32
+    python -m lab.llm_throughput --skip-fake --judge --models smollm2-135m-instruct qwen2.5-0.5b-instruct
 """
 
 from __future__ import annotations
@@ -24,7 +24,6 @@ import json
 import math
 import os
 import statistics
-import sys
 import tempfile
 import time
 from collections import Counter
@@ -35,7 +34,6 @@ from typing import Literal
 from pydantic import BaseModel
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 os.environ.setdefault("RAGWATCH_CACHE_DIR", tempfile.mkdtemp(prefix="ragwatch-bench-"))
 
 from ragwatch.llm import LLMClient, LLMSettings  # noqa: E402

@@ -13,8 +13,8 @@ Prints, side by side in one run: calls per item, wall per item, their ratio, and
 verdicts agree statement by statement.
 
 Usage:
-    python benchmarks/judge_calls.py --items 96 --concurrency 32
-    python benchmarks/judge_calls.py --statements 1 2   # short answers (1.5 statements per item)
+    python -m lab.judge_calls --items 96 --concurrency 32
+    python -m lab.judge_calls --statements 1 2   # short answers (1.5 statements per item)
 """
 
 from __future__ import annotations
@@ -25,14 +25,12 @@ import os
 import random
 import re
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 os.environ.setdefault("RAGWATCH_CACHE_DIR", tempfile.mkdtemp(prefix="ragwatch-bench-"))
 
 from ragwatch.judges.faithfulness import FaithfulnessJudge  # noqa: E402

@@ -12,8 +12,8 @@ the prompt's passage, so reply lengths are those of short real answers):
    history of run 1) vs what the run recorded; its cost vs the online run's; its wall time.
 
 Usage:
-    python benchmarks/hosted_costs.py                  # about 5-10 minutes on 2 busy cores
-    python benchmarks/hosted_costs.py --batch-delay 5  # seconds each fake batch stays in progress
+    python -m lab.hosted_costs                  # about 5-10 minutes on 2 busy cores
+    python -m lab.hosted_costs --batch-delay 5  # seconds each fake batch stays in progress
 """
 
 from __future__ import annotations
@@ -32,7 +32,6 @@ from typing import Any
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 WORK = Path(tempfile.mkdtemp(prefix="ragwatch-hosted-costs-"))
 os.environ["RAGWATCH_CACHE_DIR"] = str(WORK / "shared")  # the usage history and chunk cache: shared by runs
 os.environ["ZENML_CONFIG_PATH"] = str(WORK / "zenml")

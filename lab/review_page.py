@@ -12,8 +12,8 @@ one) or, with `--synthetic`, from a generated run of the same shape. The words a
 item (question, answer, contexts) are counted, so the reading time can be estimated; reading speed
 is an assumption (`--wpm`), not a measurement.
 
-    python benchmarks/review_page.py --synthetic --n 30
-    python benchmarks/review_page.py --metric faithfulness --n 30
+    python -m lab.review_page --synthetic --n 30
+    python -m lab.review_page --metric faithfulness --n 30
 """
 
 from __future__ import annotations
@@ -27,8 +27,6 @@ import tempfile
 import threading
 import time
 from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from ragwatch.results import ItemScore, MetricInfo, MetricResult
 from ragwatch.review import LabelLog, ReviewApp, ReviewSession, attach, make_server

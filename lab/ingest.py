@@ -13,9 +13,9 @@ The incremental part copies the corpus, builds an index, changes `--changed` of 
 builds again with the first index as `previous`: only the changed files' chunks are embedded.
 
 Usage:
-    python benchmarks/ingest.py                                   # data/sample/zenml_docs + a generated PDF
-    python benchmarks/ingest.py --sizes 64 256 1024 --profile
-    python benchmarks/ingest.py --corpus /work/shared/data/zenml_docs_0.60.0 --json out/ingest.json
+    python -m lab.ingest                                   # data/sample/zenml_docs + a generated PDF
+    python -m lab.ingest --sizes 64 256 1024 --profile
+    python -m lab.ingest --corpus /work/shared/data/zenml_docs_0.60.0 --json out/ingest.json
 """
 
 from __future__ import annotations
@@ -23,7 +23,6 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
-import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -31,8 +30,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from ragwatch.corpus.chunking import ChunkingSettings, chunk_documents
 from ragwatch.corpus.documents import load_documents

@@ -6,23 +6,20 @@ drawn with Zipf frequencies from the real vocabulary of the bundled docs (so ste
 see real English), queries of 8 words. Both paths return the same rankings (checked on every run);
 one query at a time is timed on `--single` queries and reported per second.
 
-    python benchmarks/search.py                          # 10k and 100k chunks, 1,000 queries
-    python benchmarks/search.py --sizes 10000 --queries 200
+    python -m lab.search                          # 10k and 100k chunks, 1,000 queries
+    python -m lab.search --sizes 10000 --queries 200
 """
 
 from __future__ import annotations
 
 import argparse
 import re
-import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 
 import numpy as np
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from ragwatch.indexing.index import Index
 from ragwatch.types import Chunk

@@ -4,7 +4,7 @@ For each retrieval mode (vector, bm25, hybrid) prints hit@1/3/5/10, MRR, nDCG@5/
 95% bootstrap intervals, and lists the questions whose URL maps to no file of the corpus (counted as
 failures, not as misses). The index is cached in --index-dir, keyed by its fingerprint.
 
-    python benchmarks/retrieval_quality.py --corpus /work/shared/data/zenml_docs_0.60.0 \
+    python -m lab.retrieval_quality --corpus /work/shared/data/zenml_docs_0.60.0 \
         --questions /work/shared/data/zenml_qa/test_dataset.jsonl
 """
 
