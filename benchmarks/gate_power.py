@@ -48,7 +48,6 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 from ragwatch.checks.e2e import TABLES, E2ETables, load_e2e_tables, run_e2e_tests  # noqa: E402
 from ragwatch.checks.system_metrics import system_metrics  # noqa: E402

@@ -19,14 +19,12 @@ from __future__ import annotations
 import argparse
 import copy
 import subprocess
-import sys
 import time
 import types
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 
 def latest_answers() -> tuple[str, list[Any], list[Any]]:

@@ -31,8 +31,6 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from answer_statements import opaque_id  # noqa: E402
 from planted_errors import PLANTS, plant  # noqa: E402

@@ -44,8 +44,6 @@ from typing import Any
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from faithfulness_level import answer_folds, load_records  # noqa: E402
 from statement_features import load_answers, statement_id  # noqa: E402
