@@ -35,8 +35,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from ragwatch.calibration.threshold import best_threshold  # noqa: E402
 from ragwatch.statistics.agreement import balanced_accuracy, cohen_kappa  # noqa: E402
+from ragwatch.statistics.cutoff import best_threshold  # noqa: E402
 
 LABELS = ROOT / "data" / "judge_dev" / "answer_relevance" / "labels.jsonl"
 METRIC = "answer_relevance"

@@ -93,7 +93,7 @@ def load_records(paths: Sequence[Path]) -> list[dict[str, Any]]:
 
 def verdict_model(records: Sequence[dict[str, Any]]) -> SupportModel:
     """The shipped verdicts' model: class-balanced logistic fit, cut-off of best balanced accuracy."""
-    from ragwatch.calibration.threshold import best_threshold
+    from ragwatch.statistics.cutoff import best_threshold
 
     x = np.array([feature_vector(r, VERDICT_FEATURES) for r in records])
     y = np.array([r["label"] for r in records])

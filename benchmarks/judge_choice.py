@@ -40,11 +40,11 @@ from ragwatch.calibration import (  # noqa: E402
     load_calibration_set,
     to_eval_pairs,
 )
-from ragwatch.calibration.threshold import best_threshold  # noqa: E402
 from ragwatch.judges.faithfulness.verify import verify_many  # noqa: E402
 from ragwatch.llm.client import LLMClient  # noqa: E402
 from ragwatch.llm.types import LLMSettings  # noqa: E402
 from ragwatch.statistics.agreement import balanced_accuracy, roc_auc, with_interval  # noqa: E402
+from ragwatch.statistics.cutoff import best_threshold  # noqa: E402
 
 DEFAULT_MODELS = ["local/qwen2.5-0.5b-instruct", "local/qwen2.5-coder-1.5b-instruct"]
 

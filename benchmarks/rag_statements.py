@@ -122,7 +122,7 @@ def fit_support_model(records: list[dict[str, Any]], features: tuple[str, ...]) 
     """Logistic regression (L2, balanced classes) and the cut-off of best balanced accuracy."""
     from sklearn.linear_model import LogisticRegression
 
-    from ragwatch.calibration.threshold import best_threshold
+    from ragwatch.statistics.cutoff import best_threshold
 
     x = [feature_vector(r["features"], features) for r in records]
     y = [int(r["label"]) for r in records]

@@ -17,11 +17,11 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 
-import numpy as np
 from pydantic import BaseModel
 
 from ragwatch.statistics.agreement import Estimate, balanced_accuracy, cohen_kappa, with_interval
 from ragwatch.statistics.agreement import accuracy as accuracy_of
+from ragwatch.statistics.cutoff import best_threshold
 
 MIN_PER_CLASS = 2  # per half: each half needs both classes to measure balanced accuracy
 
@@ -58,21 +58,6 @@ def split_halves(labels: Sequence[bool], *, seed: int = 0) -> tuple[list[int], l
         first += positions[:half]
         second += positions[half:]
     return sorted(first), sorted(second)
-
-
-def best_threshold(scores: Sequence[float], labels: Sequence[bool]) -> tuple[float, float]:
-    """The cut-off with the highest balanced accuracy on these items, and that balanced accuracy."""
-    s = np.asarray(scores, dtype=float)
-    y = np.asarray(labels, dtype=bool)
-    values = np.unique(s)
-    candidates = np.r_[values[0] - 1e-9, (values[:-1] + values[1:]) / 2, values[-1] + 1e-9]
-    pred = s[None, :] >= candidates[:, None]
-    recall_yes = (pred & y).sum(axis=1) / max(y.sum(), 1)
-    recall_no = (~pred & ~y).sum(axis=1) / max((~y).sum(), 1)
-    bal = (recall_yes + recall_no) / 2
-    best = np.flatnonzero(np.isclose(bal, bal.max()))
-    pick = best[len(best) // 2]
-    return float(np.clip(candidates[pick], 0.0, 1.0)), float(bal[pick])
 
 
 def choose_threshold(scores: Sequence[float], faithful: Sequence[bool], *, seed: int = 0,

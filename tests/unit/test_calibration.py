@@ -334,7 +334,8 @@ def test_csv_with_ragas_columns_and_list_cells(tmp_path):
 
 def test_threshold_is_tuned_on_one_half_and_reported_on_the_other():
     from ragwatch.calibration import choose_threshold
-    from ragwatch.calibration.threshold import best_threshold, split_halves
+    from ragwatch.calibration.threshold import split_halves
+    from ragwatch.statistics.cutoff import best_threshold
 
     # P(yes) of a judge that ranks well but never goes below 0.5: a 0.5 cut calls everything faithful
     rng = random.Random(0)

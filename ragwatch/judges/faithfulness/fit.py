@@ -36,7 +36,6 @@ from typing import Any
 
 import numpy as np
 
-from ragwatch.calibration.threshold import best_threshold
 from ragwatch.judges.faithfulness.calibrations import (
     CALIBRATION_SUFFIX,
     DATA_DIR,
@@ -48,6 +47,7 @@ from ragwatch.judges.faithfulness.level import verdict_of, vetoed
 from ragwatch.judges.faithfulness.support_model import SupportModel, feature_vector
 from ragwatch.results import JudgeAgreement
 from ragwatch.statements import StatementFeatures
+from ragwatch.statistics.cutoff import best_threshold
 from ragwatch.statistics.level import fit_logistic
 
 RESAMPLES = 1000
