@@ -18,9 +18,11 @@
                                        logged answers of a window, evaluated as answered, drift vs earlier windows
     python run.py export --otlp-endpoint URL [--run RUN]  a run's results as OpenTelemetry evaluation events
 
-`ragwatch` (after `pip install -e .`) is the same command. Relative paths inside a config file
+`ragwatch` (after `pip install .`) is the same command. Relative paths inside a config file
 resolve against that file's directory; reports go to reports/ under the current directory (or the
-config's `reports_dir`). Without --config the bundled configs/ of the checkout are used.
+config's `reports_dir`). Without --config the bundled configs/ are used (the checkout's, or the
+copies an installed package carries). The ZenML store is `.zenml_home/` of the project: $RAGWATCH_HOME
+if set, else the checkout, else the current directory (or the nearest one above it holding a store).
 
 Exit codes: 0 success, 1 the gate did not promote (a regression, or a hold under gate.inconclusive),
 2 bad input or configuration, 3 could not evaluate (the system under test unreachable, the LLM budget
@@ -35,7 +37,7 @@ import traceback
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ragwatch.zenml.env import PROJECT_ROOT, configure_environment, ensure_repository
+from ragwatch.zenml.env import BUNDLED, configure_environment, ensure_repository
 
 configure_environment()
 
@@ -389,7 +391,7 @@ def main(argv: list[str] | None = None) -> int:
     # A --config is where the user stands; without one, the checkout's bundled config. The current
     # directory is never changed: reports land under it, paths in a config resolve against the config.
     if hasattr(args, "bundled_config"):
-        args.config = str(Path(args.config).resolve()) if args.config else str(PROJECT_ROOT / args.bundled_config)
+        args.config = str(Path(args.config).resolve()) if args.config else str(BUNDLED / args.bundled_config)
     for name in ("file", "out"):  # review paths, also relative to where the user stands
         if getattr(args, name, None):
             setattr(args, name, str(Path(getattr(args, name)).resolve()))
@@ -399,7 +401,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.command in (None, "ingest", "testset", "evaluate", "full"):
             name = args.command or "full"
-            config = getattr(args, "config", None) or str(PROJECT_ROOT / "configs" / "full.yaml")
+            config = getattr(args, "config", None) or str(BUNDLED / "configs" / "full.yaml")
             return cmd_pipeline(name, config, getattr(args, "no_cache", False), getattr(args, "zenml_config", None),
                                 getattr(args, "estimate", False), getattr(args, "quick", False))
         if args.command == "init":
@@ -438,7 +440,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "config":
             from ragwatch.config_show import show_config
 
-            print(show_config(args.config or PROJECT_ROOT / "configs" / f"{args.pipeline}.yaml", args.pipeline))
+            print(show_config(args.config or BUNDLED / "configs" / f"{args.pipeline}.yaml", args.pipeline))
             return 0
         from ragwatch.zenml.commands.dashboard import run_dashboard
 
@@ -458,7 +460,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def cli() -> None:
-    """The `ragwatch` console script (`pip install -e .`)."""
+    """The `ragwatch` console script (`pip install .`) and `python run.py`."""
     sys.exit(main())
 
 

@@ -1,7 +1,17 @@
-"""Process environment for ZenML and litellm, set before either is imported.
+"""Process environment for ZenML and litellm, set before either is imported, and where things live.
 
-ZenML keeps its store in a project-local directory unless the user chose one and sends no analytics
-(offline it would block every run on time-outs). litellm's offline setting lives in ragwatch/__init__.py.
+ZenML keeps its store in the project directory (`project_home()`) unless the user chose one, never inside
+the installed package, and sends no analytics (offline it would block every run on time-outs). litellm's
+offline setting lives in ragwatch/__init__.py.
+
+Where things live:
+- `CHECKOUT`: the source checkout this package runs from (`python run.py`, `pip install -e .`), or None
+  for an installed package.
+- `BUNDLED`: the bundled `configs/` and `data/sample/`: the checkout's own, or the copies an installed
+  package carries (`ragwatch/_bundled/`, put there when the wheel is built).
+- `project_home()`: the project directory, which holds the ZenML store (`.zenml_home/`) and the state
+  (`.ragwatch/`): `$RAGWATCH_HOME` if set; else the checkout; else the nearest directory from the current
+  one up that already holds a `.zenml_home/`, else the current directory.
 """
 
 from __future__ import annotations
@@ -9,12 +19,37 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-PROJECT_ROOT = Path(__file__).resolve().parents[2]  # the checkout: ragwatch/zenml/env.py -> the root
+_PACKAGE = Path(__file__).resolve().parents[1]  # ragwatch/
+
+
+def _checkout() -> Path | None:
+    root = _PACKAGE.parent
+    return root if (root / "pyproject.toml").is_file() and (root / "run.py").is_file() else None
+
+
+CHECKOUT = _checkout()
+BUNDLED = CHECKOUT or _PACKAGE / "_bundled"
+STORE_DIR = ".zenml_home"  # the ZenML store's directory under the project home
+
+
+def project_home() -> Path:
+    """The project directory: the ZenML store and the state live under it (see the module doc)."""
+    if os.environ.get("RAGWATCH_HOME"):
+        return Path(os.environ["RAGWATCH_HOME"]).expanduser().resolve()
+    if CHECKOUT is not None:
+        return CHECKOUT
+    here = Path.cwd().resolve()
+    return next((d for d in (here, *here.parents) if (d / STORE_DIR).is_dir()), here)
+
+
+def store_path() -> Path:
+    """The ZenML store in use: `ZENML_CONFIG_PATH` if set, else `.zenml_home/` of the project home."""
+    return Path(os.environ.get("ZENML_CONFIG_PATH") or project_home() / STORE_DIR)
 
 
 def configure_environment(zenml_home: Path | None = None) -> None:
     """Set the defaults; values the user already exported win."""
-    os.environ.setdefault("ZENML_CONFIG_PATH", str(zenml_home or PROJECT_ROOT / ".zenml_home"))
+    os.environ.setdefault("ZENML_CONFIG_PATH", str(zenml_home or store_path()))
     os.environ.setdefault("ZENML_ANALYTICS_OPT_IN", "false")
     os.environ.setdefault("ZENML_AUTO_OPEN_DASHBOARD", "false")
     os.environ.setdefault("ZENML_LOGGING_VERBOSITY", "WARN")
@@ -33,7 +68,7 @@ def record_analytics_choice() -> None:
     import yaml
 
     opt_in = os.environ.get("ZENML_ANALYTICS_OPT_IN", "false").strip().lower() in ("1", "true", "yes", "on")
-    path = Path(os.environ.get("ZENML_CONFIG_PATH", PROJECT_ROOT / ".zenml_home")) / "config.yaml"
+    path = store_path() / "config.yaml"
     try:
         data = (yaml.safe_load(path.read_text(encoding="utf-8")) or {}) if path.is_file() else {}
     except (OSError, yaml.YAMLError):
@@ -50,21 +85,23 @@ def record_analytics_choice() -> None:
         return  # a read-only store: the environment variable still holds for our processes
 
 
-def ensure_repository(root: Path = PROJECT_ROOT) -> None:
-    """Make `root` ZenML's source root, so steps and artifacts load from any process, from any
-    current directory and from the `ragwatch` console script. Call before ZenML is imported.
+def ensure_repository(root: Path | None = None) -> None:
+    """Make `root` (default: the project home) ZenML's source root, so steps and artifacts load from any
+    process, from any current directory and from the `ragwatch` console script. Call before ZenML is
+    imported.
 
     `ZENML_CUSTOM_SOURCE_ROOT` does it without a `.zen` repository: a repository remembers the
     active project and stack of one store, and after switching stores (`ZENML_CONFIG_PATH`) every
     command warned twice "The current repo active project (stack) is no longer available". A `.zen`
     left in the checkout by an earlier version is kept in step with the store in use.
     """
+    root = root or project_home()
     os.environ.setdefault("ZENML_CUSTOM_SOURCE_ROOT", str(root))
     if (root / ".zen").is_dir():
         sync_repository_store(root)
 
 
-def sync_repository_store(root: Path = PROJECT_ROOT) -> None:
+def sync_repository_store(root: Path) -> None:
     """Copy the active project and stack of the store in use (`ZENML_CONFIG_PATH`) into the
     repository's `.zen/config.yaml`.
 
@@ -74,7 +111,7 @@ def sync_repository_store(root: Path = PROJECT_ROOT) -> None:
     import yaml
 
     repo_config = root / ".zen" / "config.yaml"
-    store_config = Path(os.environ.get("ZENML_CONFIG_PATH", PROJECT_ROOT / ".zenml_home")) / "config.yaml"
+    store_config = store_path() / "config.yaml"
     keys = ("active_project_id", "active_stack_id")
     try:
         # a store not created yet has no ids: then the repository should name none either

@@ -33,3 +33,32 @@ def test_a_user_who_opts_in_is_recorded_too(tmp_path: Path, monkeypatch: pytest.
     monkeypatch.setenv("ZENML_ANALYTICS_OPT_IN", "true")
     record_analytics_choice()
     assert yaml.safe_load((tmp_path / "config.yaml").read_text())["analytics_opt_in"] is True
+
+
+def test_the_project_home_of_a_checkout_is_the_checkout(monkeypatch: pytest.MonkeyPatch) -> None:
+    from ragwatch.zenml import env
+
+    monkeypatch.delenv("RAGWATCH_HOME", raising=False)
+    monkeypatch.delenv("ZENML_CONFIG_PATH", raising=False)
+    checkout = Path(env.__file__).resolve().parents[2]
+    assert checkout == env.CHECKOUT and checkout == env.BUNDLED  # this test runs from a checkout
+    assert env.project_home() == checkout and env.store_path() == checkout / ".zenml_home"
+
+
+def test_an_installed_package_keeps_its_store_where_the_user_stands(tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    from ragwatch.zenml import env
+
+    monkeypatch.setattr(env, "CHECKOUT", None)  # as in site-packages
+    monkeypatch.delenv("RAGWATCH_HOME", raising=False)
+    monkeypatch.delenv("ZENML_CONFIG_PATH", raising=False)
+    project, deeper = tmp_path / "project", tmp_path / "project" / "a" / "b"
+    deeper.mkdir(parents=True)
+    monkeypatch.chdir(deeper)
+    assert env.store_path() == deeper / ".zenml_home"  # no store yet: where the user stands
+    (project / ".zenml_home").mkdir()
+    assert env.store_path() == project / ".zenml_home"  # the nearest store above
+    monkeypatch.setenv("RAGWATCH_HOME", str(tmp_path / "elsewhere"))
+    assert env.project_home() == tmp_path / "elsewhere" and env.store_path() == tmp_path / "elsewhere" / ".zenml_home"
+    monkeypatch.setenv("ZENML_CONFIG_PATH", str(tmp_path / "mine"))
+    assert env.store_path() == tmp_path / "mine"  # the user's own choice wins

@@ -27,11 +27,11 @@ from ragwatch.rag import SystemCalls
 from ragwatch.report.summary import ReportSettings, gate_label, metrics_text, summary_text
 from ragwatch.report.verdicts import reason_lines
 from ragwatch.zenml.commands.dashboard import run_location
-from ragwatch.zenml.env import PROJECT_ROOT
+from ragwatch.zenml.env import BUNDLED
 from ragwatch.zenml.readback import METRICS_OUTPUT, TRACK_STEP, step_timings
 
 PIPELINES = ("ingest", "testset", "evaluate", "full")
-DEFAULT_CONFIGS = {name: str(PROJECT_ROOT / "configs" / f"{name}.yaml") for name in PIPELINES}
+DEFAULT_CONFIGS = {name: str(BUNDLED / "configs" / f"{name}.yaml") for name in PIPELINES}
 REPORTS_DIR = Path("reports")  # under the current directory unless the config sets `reports_dir`
 # ZenML's "Step `x` has started." / "has finished in" lines, kept when the rest of its log is WARN
 logging.getLogger("zenml.orchestrators.step_launcher").setLevel(logging.INFO)

@@ -22,11 +22,11 @@ from apscheduler.schedulers.background import BackgroundScheduler
 from apscheduler.triggers.cron import CronTrigger
 from pydantic import BaseModel
 
-from ragwatch.zenml.env import PROJECT_ROOT
+from ragwatch.zenml.env import project_home
 
 
 def state_dir() -> Path:
-    path = Path(os.environ.get("RAGWATCH_STATE_DIR", PROJECT_ROOT / ".ragwatch"))
+    path = Path(os.environ.get("RAGWATCH_STATE_DIR") or project_home() / ".ragwatch")
     path.mkdir(parents=True, exist_ok=True)
     return path
 
@@ -115,9 +115,9 @@ def run_scheduled(schedule: LocalSchedule, log_dir: Path) -> int:
     log_dir.mkdir(parents=True, exist_ok=True)
     stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
     log_path = log_dir / f"{schedule.id}-{stamp}.log"
-    command = [sys.executable, str(PROJECT_ROOT / "run.py"), schedule.pipeline, "--config", schedule.config]
+    command = [sys.executable, "-m", "ragwatch.zenml.cli", schedule.pipeline, "--config", schedule.config]
     with log_path.open("w") as log:
-        return subprocess.call(command, stdout=log, stderr=subprocess.STDOUT, cwd=PROJECT_ROOT)
+        return subprocess.call(command, stdout=log, stderr=subprocess.STDOUT, cwd=project_home())
 
 
 def serve(store: ScheduleStore, *, max_runs: int | None = None, timeout_s: float | None = None) -> int:
