@@ -25,9 +25,9 @@ version v2) in the formats the monitor reads, gzip-compressed: answers.jsonl.gz,
 spans.jsonl.gz (OpenInference) and langfuse.json.gz, as committed in data/sample/logs/.
 
 Usage:
-    python benchmarks/drift.py                            # ~5-10 min: n = 250, 500, 1000 answers per window
-    python benchmarks/drift.py --sizes 250 500 --reps 20
-    python benchmarks/drift.py --reps 0 --write-logs data/sample/logs   # the sample log only, ~30 s
+    python -m benchmarks drift                            # ~5-10 min: n = 250, 500, 1000 answers per window
+    python -m benchmarks drift --sizes 250 500 --reps 20
+    python -m benchmarks drift --reps 0 --write-logs data/sample/logs   # the sample log only, ~30 s
 """
 
 from __future__ import annotations
@@ -51,9 +51,7 @@ from typing import IO, Any
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks"), str(ROOT / "tests")]
 
-from fake_llm_server import FakeLLMServer  # noqa: E402
 from gate_power import extractive_reply  # noqa: E402
 
 from ragwatch.corpus.chunking import ChunkingSettings, chunk_documents  # noqa: E402
@@ -71,6 +69,7 @@ from ragwatch.rag import BuiltinRAG, RagSettings  # noqa: E402
 from ragwatch.results import MetricInfo  # noqa: E402
 from ragwatch.retrieval import MatchSettings  # noqa: E402
 from ragwatch.types import Chunk, RagAnswer  # noqa: E402
+from tests.fake_llm_server import FakeLLMServer  # noqa: E402
 
 CORPUS = ROOT / "data" / "sample" / "zenml_docs"
 # an invented sentence added to an answer lowers its grounding; the reference's words are still all there

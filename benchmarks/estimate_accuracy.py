@@ -16,19 +16,17 @@ the run's last (`--held-out`: only other runs' records from before the run began
 made before it). Nothing is sent; the history file is only read.
 
 Usage:
-    python benchmarks/estimate_accuracy.py ~/.cache/ragwatch/usage/history.jsonl
-    python benchmarks/estimate_accuracy.py HISTORY --config my.yaml --run 3f2c... --held-out
+    python -m benchmarks estimate_accuracy ~/.cache/ragwatch/usage/history.jsonl
+    python -m benchmarks estimate_accuracy HISTORY --config my.yaml --run 3f2c... --held-out
 """
 
 from __future__ import annotations
 
 import argparse
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 from ragwatch.config import FullConfig  # noqa: E402
 from ragwatch.config_loader import load_config  # noqa: E402

@@ -7,7 +7,7 @@ sampler, alternating so machine load hits both alike: question generation for a 
 their ratio, and whether the replies and P(supported) are identical (they must be: greedy decoding
 picks the same token either way).
 
-    python benchmarks/grammar_decoding.py [--model local/qwen2.5-0.5b-instruct] [--n 8]
+    python -m benchmarks grammar_decoding [--model local/qwen2.5-0.5b-instruct] [--n 8]
 """
 
 from __future__ import annotations
@@ -21,7 +21,6 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 os.environ.setdefault("RAGWATCH_CACHE_DIR", tempfile.mkdtemp(prefix="ragwatch-bench-"))
 
 

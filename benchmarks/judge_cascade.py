@@ -11,14 +11,13 @@ measured (`answer_seconds` of `benchmarks/statement_features.py`, LLM cache off)
 estimated from it (an answer with no statement left costs 0; one with k of n statements left costs
 between k/n of its time and all of it: the prompt shrinks less than the reply).
 
-    python benchmarks/judge_cascade.py --data data/judge_dev/rag_statements/features.jsonl \
+    python -m benchmarks judge_cascade --data data/judge_dev/rag_statements/features.jsonl \
         data/judge_dev/rag_statements/features_new.jsonl
 """
 
 from __future__ import annotations
 
 import argparse
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -26,7 +25,6 @@ from typing import Any
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 from faithfulness_level import load_records  # noqa: E402
 

@@ -15,7 +15,7 @@ tokens per call, prompt-eval and decode tokens/s, where the time goes (prompt pr
 sampling with the grammar, logprobs, the rest: Python, litellm, templating), and whether the replies
 and verdicts agree; then peak RSS.
 
-    python benchmarks/local_throughput.py [--items 12] [--rounds 2] [--slots 4] [--stages pairs answers judge]
+    python -m benchmarks local_throughput [--items 12] [--rounds 2] [--slots 4] [--stages pairs answers judge]
 """
 
 from __future__ import annotations
@@ -32,7 +32,6 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 os.environ.setdefault("RAGWATCH_CACHE_DIR", tempfile.mkdtemp(prefix="ragwatch-bench-"))
 
 STAGES = ("pairs", "answers", "judge")

@@ -13,19 +13,16 @@ local --questions zenml --changes "a name,no-op"`). Each edit is gated against t
 with the default's gate (`configs/evaluate.yaml`) under both `weak_judge` rules.
 
 Usage:
-    python benchmarks/weak_judge_gate.py [--features data/judge_dev/rag_statements/features.jsonl]
+    python -m benchmarks weak_judge_gate [--features data/judge_dev/rag_statements/features.jsonl]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import gate_power  # noqa: E402
 

@@ -27,7 +27,6 @@ from pydantic import BaseModel
 from pydantic_core import PydanticUndefined
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 from ragwatch.calibration import CalibrationSettings  # noqa: E402
 from ragwatch.config import FullConfig  # noqa: E402

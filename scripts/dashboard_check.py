@@ -24,7 +24,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 
 from ragwatch.zenml.commands.dashboard_browser import DashboardBrowser, DashboardError, artifact_node  # noqa: E402
 

@@ -266,17 +266,17 @@ def test_stage_times_come_from_the_idle_runs_of_this_model_and_stage(tmp_path, n
     assert "no history to stand on" in format_estimate(bare)
 
 
-def test_the_accuracy_benchmark_replays_the_estimate_against_a_recorded_run(tmp_path, no_network, capsys):
-    """benchmarks/estimate_accuracy.py on a history of two runs of the same config: one under load (3x slower),
-    then an idle one. Right after the idle run the estimate is its times (ratio 1.00 per stage); held out (only
-    the loaded run before it) every stage is 3x and marked."""
-    import importlib.util
-
+def test_the_accuracy_benchmark_replays_the_estimate_against_a_recorded_run(tmp_path, no_network):
+    """`python -m benchmarks estimate_accuracy`, run as a user runs it, on a history of two runs of the same
+    config: one under load (3x slower), then an idle one. Right after the idle run the estimate is its times
+    (ratio 1.00 per stage); held out (only the loaded run before it) every stage is 3x and marked."""
     from ragwatch.llm.history import StageRecord
 
-    spec = importlib.util.spec_from_file_location("estimate_accuracy", ROOT / "benchmarks" / "estimate_accuracy.py")
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
+    def bench(*args: str) -> str:
+        done = subprocess.run([sys.executable, "-m", "benchmarks", "estimate_accuracy", *args], cwd=ROOT,
+                              capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr
+        return done.stdout
     path = write_config(tmp_path, ["correctness"])
     planned = estimate_pipeline("full", load_config(path, FullConfig), history=[])
     idle = {"testset: generating questions": 1.2, "rag answers": 0.4, "judge correctness stage 1": 0.25}
@@ -288,15 +288,13 @@ def test_the_accuracy_benchmark_replays_the_estimate_against_a_recorded_run(tmp_
                                      calls=row.calls, prompt_tokens=row.prompt_tokens, completion_tokens=50 * row.calls,
                                      wall_s=row.calls * idle[row.stage] * slower, run_id=run).model_dump_json())
     history.write_text("\n".join(lines) + "\n")
-    assert bench.main([str(history), "--config", str(path)]) == 0
-    out = capsys.readouterr().out
+    out = bench(str(history), "--config", str(path))
     assert out.startswith("run idle: 3 records")
     part1, part2 = out.split("\n2. ")
     for stage in idle:
         assert any(line.startswith(stage) and " 1.00  " in line for line in part1.splitlines())
         assert any(line.startswith(stage) and " 1.00  " in line for line in part2.splitlines())
     assert " 1.00" in next(line for line in part2.splitlines() if line.startswith("TOTAL"))
-    assert bench.main([str(history), "--config", str(path), "--held-out"]) == 0
-    held_out = capsys.readouterr().out
+    held_out = bench(str(history), "--config", str(path), "--held-out")
     assert "rates from 3 records before it (held out)" in held_out
     assert sum(" 3.00 !  " in line for line in held_out.splitlines()) == 2 * len(idle)
