@@ -4,16 +4,13 @@ by system, and the table it writes (the judge replaced by fixed scores: no model
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
-
-import answer_relevance as ar
+from benchmarks import answer_relevance as ar
 
 
 def rows(n: int = 60, seed: int = 0) -> list[dict[str, Any]]:

@@ -4,15 +4,9 @@ run is the benchmark's)."""
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
-
-import gate_power
-
+from benchmarks import gate_power
 from ragwatch.report.verdicts import reason_lines
 
 pytestmark = pytest.mark.slow  # builds the sample corpus's index once (cached in .ragwatch/gate_power)

@@ -4,17 +4,13 @@ candidate fit and its cut-off under the rules, and held-out fits that never see 
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
-
-import verdict_refit as vr
-
+from benchmarks import verdict_refit as vr
 from ragwatch.statistics.agreement import balanced_accuracy, cohen_kappa
 
 
