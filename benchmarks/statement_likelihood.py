@@ -5,7 +5,8 @@ Two subcommands.
 `compute`: for every statement of the labelled statements files, the likelihood signals of
 `ragwatch.judges.faithfulness.likelihood` (one packaged local model reading the evidence the verifier
 shows, then each statement; prompt reading only) with the seconds each answer took, shared evenly
-by its statements. Answers already in `--out` are skipped, so a run resumes. Run it under the model
+by its statements, the answers of the systems taking turns (a run stopped early holds every system).
+Answers already in `--out` are skipped, so a run resumes. Run it under the model
 lock:
 
     flock /tmp/ragwatch-model.lock python benchmarks/statement_likelihood.py compute \
@@ -77,7 +78,7 @@ def compute(model: str, statements: Sequence[Path], out: Path, default_system: s
     done = set()
     if out.is_file():
         done = {json.loads(line)["statement_id"] for line in out.read_text().splitlines() if line.strip()}
-    todo = [a for a in answers if not all(statement_id(r) in done for r in a["rows"])]
+    todo = interleaved([a for a in answers if not all(statement_id(r) in done for r in a["rows"])])
     name = model.removeprefix("local/")
     local.load(name, logits_all=True)  # outside the timing
     total, n = 0.0, 0
@@ -96,6 +97,15 @@ def compute(model: str, statements: Sequence[Path], out: Path, default_system: s
                 }) + "\n")
         print(f"[{k}/{len(todo)}] {len(rows)} statements in {seconds:.1f} s (mean {total / n:.2f} s per statement)",
               file=sys.stderr, flush=True)
+
+
+def interleaved(answers: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The answers taking turns by system, so that a run stopped early has every system in it."""
+    by_system: dict[str, list[dict[str, Any]]] = {}
+    for a in answers:
+        by_system.setdefault(str(a["rows"][0].get("system") or ""), []).append(a)
+    queues = list(by_system.values())
+    return [q[k] for k in range(max(map(len, queues), default=0)) for q in queues if k < len(q)]
 
 
 # ---------------------------------------------------------------------------------------------- measure
