@@ -1,5 +1,9 @@
 """The only door to LLMs in ragwatch: one client for every call, offline by default.
 
+`LLMClient` sends each call (cache, flow control, budget, retries, usage); a stage with `batch: true`
+goes out as one provider batch job (`provider_batch.py`). `local/<name>` models run in this process
+on the local runtime, whose one door is `ragwatch.llm.local`.
+
 Example:
     >>> from ragwatch.llm import LLMClient, LLMSettings
     >>> client = LLMClient(LLMSettings(model="local/smollm2-135m-instruct", cache=False))
