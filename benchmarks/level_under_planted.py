@@ -15,7 +15,8 @@ is printed per kind and in all (1.0: moves fully; pcc shrinks it by the judge's 
         --planted data/judge_dev/rag_statements/P_statements.jsonl \
         --planted-features data/judge_dev/rag_statements/features_P.jsonl \
         --key data/judge_dev/rag_statements/P_key.jsonl \
-        --source-features data/judge_dev/rag_statements/features.jsonl data/judge_dev/rag_statements/features_new.jsonl \
+        --source-features data/judge_dev/rag_statements/features.jsonl \
+            data/judge_dev/rag_statements/features_new.jsonl \
         --out benchmarks/results/level_under_planted.md
 """
 
@@ -83,7 +84,7 @@ def main(argv: list[str] | None = None) -> None:
 
     # planted answer -> (kind, source answer key)
     answers: dict[str, dict[str, Any]] = {}
-    for sid, k in key.items():
+    for k in key.values():
         a = answers.setdefault(k["item_id"], {"source": (k["source_system"], k["source_item_id"]), "kind": None})
         if k["planted"]:
             a["kind"] = k["kind"]
