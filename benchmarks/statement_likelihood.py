@@ -108,6 +108,38 @@ def interleaved(answers: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [q[k] for k in range(max(map(len, queues), default=0)) for q in queues if k < len(q)]
 
 
+def timing(models: Sequence[str], statements: Sequence[Path], default_system: str, n_answers: int, rounds: int,
+           config: Path, out: Path) -> dict[str, Any]:
+    """Side by side in one process, so both see the same machine: the shipped judge (answers gathered
+    `batch` at a time, as the judge step does) and each model's likelihood reading on the same answers,
+    taking turns `rounds` times; seconds per statement of each."""
+    from rag_statements import judge_batch
+    from statement_features import shipped_judge
+
+    from ragwatch.llm import local
+
+    answers = interleaved([a for path in statements for a in load_answers(path, default_system)])[:n_answers]
+    judge, llm = shipped_judge(config)
+    batch = llm.settings.concurrency
+    local.load(str(judge.model).removeprefix("local/"))  # loads outside the timing
+    for m in models:
+        local.load(m.removeprefix("local/"), logits_all=True)
+    seconds = {"judge": 0.0, **{m: 0.0 for m in models}}
+    for _ in range(rounds):
+        for start in range(0, len(answers), batch):
+            seconds["judge"] += judge_batch(llm, judge.verifier, answers[start:start + batch])[1]
+        for m in models:
+            started = time.perf_counter()
+            for a in answers:
+                answer_likelihoods(m, a["contexts"], a["statements"])
+            seconds[m] += time.perf_counter() - started
+    n = rounds * sum(len(a["statements"]) for a in answers)
+    result = {"answers": len(answers), "statements": n // rounds, "rounds": rounds, "judge_batch": batch,
+              "judge_model": judge.model, "seconds_per_statement": {k: v / n for k, v in seconds.items()}}
+    out.write_text(json.dumps(result, indent=1) + "\n")
+    return result
+
+
 # ---------------------------------------------------------------------------------------------- measure
 
 
@@ -294,7 +326,20 @@ def report(records: list[dict[str, Any]], models: list[str], resamples: int) -> 
         secs = np.array([r[f"{m}:seconds"] for r in records], dtype=float)
         lines.append(f"| {m} likelihood (evidence read once per answer, two readings per statement) | "
                      f"{secs.mean():.2f} | {secs.sum() / judge.sum():.2f} |")
+    lines += ["", "Both were measured on a machine shared with other jobs (the judge's seconds in an earlier "
+              "session), so their ratio above is rough; `timing` measures both side by side in one process "
+              "(below, when given)."]
     return lines
+
+
+def timing_lines(path: Path) -> list[str]:
+    t = json.loads(path.read_text())
+    per = t["seconds_per_statement"]
+    return ["", f"### Side by side in one process ({t['answers']} answers, {t['statements']} statements, the two "
+            f"taking turns {t['rounds']} times; the judge {t['judge_model']} gathering {t['judge_batch']} answers a "
+            f"call as the judge step does; `timing`, {path.name})", "",
+            "| reader | seconds per statement | over the judge's |", "|---|---|---|",
+            *[f"| {k} | {v:.2f} | {v / per['judge']:.2f} |" for k, v in per.items()]]
 
 
 def raw_auc(records: Sequence[dict[str, Any]], column: str) -> float:
@@ -306,11 +351,11 @@ def raw_auc(records: Sequence[dict[str, Any]], column: str) -> float:
 
 
 def measure(features: Sequence[Path], likelihood: Sequence[Path], out: Path | None, resamples: int,
-            command: str) -> str:
+            command: str, timed: Path | None = None) -> str:
     records, models, notes = join(features, likelihood)
     if len({r["system"] for r in records}) < 2:
         sys.exit("labelled statements of fewer than 2 systems: leaving one system out needs 2+")
-    lines = report(records, models, resamples)
+    lines = report(records, models, resamples) + (timing_lines(timed) if timed else [])
     if notes:
         lines += ["", f"Left out ({len(notes)}): " + "; ".join(notes)]
     text = "\n".join([f"    {command}", "", *lines]) + "\n"
@@ -334,7 +379,20 @@ def main(argv: list[str] | None = None) -> int:
     m.add_argument("--likelihood", type=Path, nargs="+", required=True, help="`compute` outputs")
     m.add_argument("--resamples", type=int, default=RESAMPLES, help="bootstrap replicates per interval")
     m.add_argument("--out", type=Path, help="also write the tables here (markdown)")
+    m.add_argument("--timing", type=Path, help="a `timing` output to include")
+    t = sub.add_parser("timing", help="the judge and the likelihood readings side by side (seconds)")
+    t.add_argument("--models", nargs="+", required=True, help="packaged local models for the likelihood")
+    t.add_argument("--statements", type=Path, nargs="+", required=True, help="statements JSONL files")
+    t.add_argument("--default-system", default="S0")
+    t.add_argument("--answers", type=int, default=8, help="answers, the systems taking turns")
+    t.add_argument("--rounds", type=int, default=2)
+    t.add_argument("--config", type=Path, default=ROOT / "configs" / "evaluate.yaml", help="builds the judge")
+    t.add_argument("--out", type=Path, default=DATA / "likelihood_timing.json")
     args = parser.parse_args(argv)
+    if args.command == "timing":
+        print(json.dumps(timing(args.models, args.statements, args.default_system, args.answers, args.rounds,
+                                args.config, args.out), indent=1))
+        return 0
     if args.command == "compute":
         if args.threads:
             from ragwatch.llm import local
@@ -344,7 +402,7 @@ def main(argv: list[str] | None = None) -> int:
         compute(args.model, args.statements, out, args.default_system)
         return 0
     command = "python benchmarks/statement_likelihood.py " + shlex.join(sys.argv[1:] if argv is None else argv)
-    print(measure(args.features, args.likelihood, args.out, args.resamples, command))
+    print(measure(args.features, args.likelihood, args.out, args.resamples, command, args.timing))
     return 0
 
 
