@@ -19,8 +19,9 @@ on the one left out; `all` pools the held-out parts): ROC AUC, balanced accuracy
 a cut-off fitted on the fitting systems (the shipped rule, `balanced_accuracy_capped`), for (a) the
 shipped inputs, (b) each signal alone (its logistic fit, no rules), (c) the shipped inputs plus one
 signal, or plus the three signals of a model that summarise it, under the rules; and (c) minus (a)
-paired over answers. The signal added is also chosen on the fitting systems alone (best cross-fitted
-kappa there), so that row's choice is held out too. Seconds: the signals' per statement over the
+paired over answers; (d) the model-free inputs alone and with one signal (no judge call). The signal
+added is also chosen on the fitting systems alone (best cross-fitted kappa there), so that row's choice
+is held out too. Seconds: the signals' per statement over the
 judge's recorded per statement, on the same statements.
 
     python benchmarks/statement_likelihood.py measure --features data/judge_dev/rag_statements/features.jsonl \
@@ -63,6 +64,7 @@ from ragwatch.statistics.level import fit_logistic  # noqa: E402
 
 DATA = ROOT / "data" / "judge_dev" / "rag_statements"
 SHIPPED = ("judge_logit", "lexical", "uncited", "missing_terms", "vetoed")  # calibrations.py, plain fit
+NO_JUDGE = ("lexical", "vetoed")  # the model-free inputs of the shipped model
 SUMMARY = ("pmi", "min_logprob_evidence", "share_raised")  # one model's signals as few parameters
 RESAMPLES = 1000
 
@@ -277,7 +279,7 @@ def difference(records: list[dict[str, Any]], base: tuple[np.ndarray, np.ndarray
 
 HEAD = ["| verdicts | ROC AUC [95%] | balanced accuracy [95%] | Cohen's kappa [95%] | statements (answers) |",
         "|---|---|---|---|---|"]
-DIFF_HEAD = ["| shipped inputs + | ROC AUC difference [95%] | balanced accuracy difference [95%] "
+DIFF_HEAD = ["| (c) shipped inputs + / (d) | ROC AUC difference [95%] | balanced accuracy difference [95%] "
              "| kappa difference [95%] |", "|---|---|---|---|"]
 
 
@@ -288,7 +290,11 @@ def report(records: list[dict[str, Any]], models: list[str], resamples: int) -> 
     plus = [Model(f"(c) shipped + {m}: {s}", (*SHIPPED, f"{m}:{s}")) for m in models for s in SIGNALS]
     plus += [Model(f"(c) shipped + {m}: {', '.join(SUMMARY)}", (*SHIPPED, *(f"{m}:{s}" for s in SUMMARY)))
              for m in models]
-    results = {m.name: held_out(records, m) for m in (shipped, *alone, *plus)}
+    # without the judge's reply: what a reading could replace (the judge's P(yes) has next to no weight)
+    no_judge = [Model("(d) lexical + vetoed, no judge call", NO_JUDGE)]
+    no_judge += [Model(f"(d) lexical + vetoed + {m}: {s}", (*NO_JUDGE, f"{m}:{s}")) for m in models
+                 for s in ("mean_logprob_evidence", "share_raised")]
+    results = {m.name: held_out(records, m) for m in (shipped, *alone, *plus, *no_judge)}
     pick_scores, pick_verdicts, chosen = chosen_held_out(records, plus)
     results["(c) shipped + the signal chosen on the fitting systems"] = (pick_scores, pick_verdicts)
 
@@ -302,11 +308,13 @@ def report(records: list[dict[str, Any]], models: list[str], resamples: int) -> 
     for system in systems:
         keep = np.array([r["system"] == system for r in records])
         part = [r for r, k in zip(records, keep, strict=True) if k]
-        for name in (shipped.name, *(m.name for m in plus), "(c) shipped + the signal chosen on the fitting systems"):
+        for name in (shipped.name, *(m.name for m in plus), "(c) shipped + the signal chosen on the fitting systems",
+                     *(m.name for m in no_judge)):
             s, v = results[name]
             lines.append(f"| {system}: {name} | {cells(part, s[keep], v[keep], resamples)} |")
-    lines += ["", "### (c) minus (a), held out by system, paired over answers (pooled)", "", *DIFF_HEAD]
-    for name in [m.name for m in plus] + ["(c) shipped + the signal chosen on the fitting systems"]:
+    lines += ["", "### (c) and (d) minus (a), held out by system, paired over answers (pooled)", "", *DIFF_HEAD]
+    for name in [m.name for m in plus] + ["(c) shipped + the signal chosen on the fitting systems"] + [
+            m.name for m in no_judge]:
         lines.append(f"| {name.removeprefix('(c) shipped + ')} | "
                      f"{difference(records, results[shipped.name], results[name], resamples)} |")
     lines += ["", "### Each signal as it is (no fit): ROC AUC of its raw value, supported vs unsupported, per system "
