@@ -7,6 +7,8 @@
     python run.py --quick              a first look in minutes on about a dozen items (decides nothing)
     python run.py compare [RUN ...]    metric differences with intervals and verdicts
     python run.py calibrate            a judge against human labels (HaluEval sample by default)
+    python run.py calibrate-fit --features F.jsonl [--labels L.jsonl]
+                                       refit the faithfulness judge's shipped calibration on labelled statements
     python run.py review export|import human labels on judged items -> prediction-powered estimates
     python run.py review serve         label them in a local web page (127.0.0.1:8239)
     python run.py review plan --width W how many labels buy an interval W wide, what they cost
@@ -111,6 +113,10 @@ def build_parser() -> argparse.ArgumentParser:
                                                  "its system, not a --quick look)")
     calibrate.add_argument("--write-threshold", action="store_true",
                            help="write the tuned weighted-mode threshold into the --config file")
+
+    commands.add_parser("calibrate-fit", add_help=False,
+                              help="refit the faithfulness judge's calibration on labelled statements "
+                                  "(calibrate-fit --help for its options)")
 
     review = commands.add_parser("review", help="human labels on judged items (export a sample, import labels)",
                                  description="Export a seeded stratified sample of a run's judged items for "
@@ -387,6 +393,11 @@ def main(argv: list[str] | None = None) -> int:
     import os
     from pathlib import Path
 
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["calibrate-fit"]:  # its options are the fit's own (no ZenML store needed)
+        from ragwatch.judges.faithfulness.fit import main as fit_main
+
+        return fit_main(argv[1:], prog=f"{sys.argv[0]} calibrate-fit")
     args = build_parser().parse_args(argv)
     # A --config is where the user stands; without one, the checkout's bundled config. The current
     # directory is never changed: reports land under it, paths in a config resolve against the config.

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import json
 import random
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -65,9 +68,18 @@ def test_the_command_writes_the_data_and_its_calibration(tmp_path):
     assert cal.agreement.kappa_ci[0] <= cal.agreement.kappa <= cal.agreement.kappa_ci[1]
     assert "left out: 1" in (data / "README.md").read_text()
     # a second fit keeps the systems' fingerprints of the calibration it replaces
-    assert fit.main(["--features", str(tmp_path / "f.jsonl"), "--resamples", "50"], data_dir=data) == 0
+    assert fit.main(["--features", str(tmp_path / "f.jsonl"), "--resamples", "50",
+                     "--data-description", "statements of two systems"], data_dir=data) == 0
     again = FaithfulnessCalibration.model_validate_json((data / "m__p__features-v2.calibration.json").read_text())
     assert again.systems == {"S0": "abc"}
+    assert again.agreement is not None and again.agreement.data == "statements of two systems"
+
+
+def test_the_fit_is_a_command_of_run_py():
+    root = Path(__file__).resolve().parents[2]
+    done = subprocess.run([sys.executable, str(root / "run.py"), "calibrate-fit", "--help"], capture_output=True,
+                          text=True, cwd=root)
+    assert done.returncode == 0 and "--features" in done.stdout and "calibrate-fit" in done.stdout
 
 
 def test_bad_input_is_an_error_that_says_what_to_do(tmp_path, capsys):

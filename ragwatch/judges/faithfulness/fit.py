@@ -268,7 +268,7 @@ def interval(values: np.ndarray) -> tuple[float, float, float]:
 
 
 def held_out_agreement(records: list[dict[str, Any]], *, rule: str = SHIPPED_RULE, resamples: int = RESAMPLES,
-                       seed: int = 0) -> JudgeAgreement:
+                       seed: int = 0, data: str = RAG_STATEMENTS_HELD_OUT) -> JudgeAgreement:
     """What an unseen system gets: every system's verdicts from a candidate chosen and fitted on the others,
     pooled; 95% bootstrap intervals over answers."""
     held = leave_one_system_out(records, None, rule)
@@ -278,12 +278,13 @@ def held_out_agreement(records: list[dict[str, Any]], *, rule: str = SHIPPED_RUL
     d = AGREEMENT_DIGITS
     return JudgeAgreement(kappa=round(k[0], d), kappa_ci=(round(k[1], d), round(k[2], d)),
                           balanced_accuracy=round(b[0], d), balanced_accuracy_ci=(round(b[1], d), round(b[2], d)),
-                          n=len(records), data=RAG_STATEMENTS_HELD_OUT, labels=REFERENCE_LABELS)
+                          n=len(records), data=data, labels=REFERENCE_LABELS)
 
 
 def fit_calibration(records: list[dict[str, Any]], *, model: str, prompt_version: str, features_version: str,
                     level_data: str | None = None, systems: dict[str, str] | None = None,
-                    rule: str = SHIPPED_RULE, resamples: int = RESAMPLES) -> FaithfulnessCalibration:
+                    rule: str = SHIPPED_RULE, resamples: int = RESAMPLES,
+                    data: str = RAG_STATEMENTS_HELD_OUT) -> FaithfulnessCalibration:
     """The calibration of one judge model, prompt and features version on its labelled statements (2+ systems:
     the agreement is measured on a system the fit never saw)."""
     found = sorted({r["system"] for r in records})
@@ -296,7 +297,7 @@ def fit_calibration(records: list[dict[str, Any]], *, model: str, prompt_version
                            weights={k: round(v, w) for k, v in fitted.weights.items()}, cutoff=round(fitted.cutoff, w))
     return FaithfulnessCalibration(
         model=model, prompt_version=prompt_version, features_version=features_version, support_model=support,
-        agreement=held_out_agreement(records, rule=rule, resamples=resamples), level_data=level_data,
+        agreement=held_out_agreement(records, rule=rule, resamples=resamples, data=data), level_data=level_data,
         systems=dict(systems or {}))
 
 
@@ -383,9 +384,10 @@ def data_folder() -> Path:
     return Path(str(resources.files(__package__) / DATA_DIR))
 
 
-def main(argv: list[str] | None = None, *, data_dir: Path | None = None) -> int:
+def main(argv: list[str] | None = None, *, data_dir: Path | None = None,
+         prog: str = "python -m ragwatch.judges.faithfulness.fit") -> int:
     """Ship labelled statements with their judge features, then fit and write their calibration."""
-    parser = argparse.ArgumentParser(prog="python -m ragwatch.judges.faithfulness.fit",
+    parser = argparse.ArgumentParser(prog=prog,
                                      description="fit the faithfulness judge's calibration on labelled statements")
     parser.add_argument("--features", type=Path, nargs="+", required=True,
                         help="feature rows (JSONL, benchmarks/statement_features.py output)")
@@ -394,6 +396,8 @@ def main(argv: list[str] | None = None, *, data_dir: Path | None = None) -> int:
                         help="a system's fingerprint (scripts/calibration_systems.py prints them); default: the "
                              "current calibration's")
     parser.add_argument("--resamples", type=int, default=RESAMPLES, help="bootstrap replicates of the agreement")
+    parser.add_argument("--data-description", default=RAG_STATEMENTS_HELD_OUT,
+                        help="what the held-out agreement was measured on, as the judge's figures will say it")
     args = parser.parse_args(argv)
     folder = data_dir or data_folder()
     try:
@@ -410,7 +414,7 @@ def main(argv: list[str] | None = None, *, data_dir: Path | None = None) -> int:
             systems = FaithfulnessCalibration.model_validate_json(previous.read_text(encoding="utf-8")).systems
         calibration = fit_calibration(read_labelled_rows(records), model=judge[0], prompt_version=judge[1],
                                       features_version=judge[2], level_data=name, systems=systems,
-                                      resamples=args.resamples)
+                                      resamples=args.resamples, data=args.data_description)
     except (FileNotFoundError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
