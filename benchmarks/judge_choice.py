@@ -7,8 +7,8 @@ sets without one (TruthfulQA answers, HaluEval responses) through the direct sup
 threshold is chosen (max balanced accuracy) on one half of each set and the balanced accuracy is
 measured on the other half, both ways (2-fold cross-fitting, label-stratified, seeded), so every
 item is judged by a threshold that never saw it. AUC and balanced accuracy carry 95% bootstrap
-intervals; `thr(all)` is the threshold chosen on all items, what `support_threshold` in
-`ragwatch/llm/models.py` ships for the QAGS row. Models run one after another in this one process
+intervals; `thr(all)` is the threshold chosen on all items, what the cut-off-only calibrations of
+`ragwatch/judges/faithfulness/calibrations.py` ship for the QAGS row. Models run one after another in this one process
 (the local llama.cpp model is not thread-safe), with the LLM cache off so seconds are real.
 
 The dev sets are not part of the repository (QAGS has no licence): pass their paths.
