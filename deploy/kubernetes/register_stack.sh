@@ -2,7 +2,7 @@
 # An example Kubernetes stack for ragwatch. Not run here (no cluster, no real S3 on this machine);
 # adapt the names, the bucket, the registry and the kube context to yours. The same components run
 # locally against MariaDB, moto's S3 and the local Docker orchestrator: scripts/team_stack.sh and
-# benchmarks/container_run.py.
+# python -m benchmarks container_run.
 set -euo pipefail
 zenml integration install kubernetes -y   # the S3 packages are already in requirements/runtime-lock.txt
 # S3 keys live in a ZenML secret (or use a service connector with an IAM role)

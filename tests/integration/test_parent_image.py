@@ -72,14 +72,17 @@ installed = {}
 for dist in md.distributions():
     installed.setdefault(dist.metadata["Name"], dist.version)
 import llama_cpp, ragwatch.indexing.embeddings, ragwatch.llm.local, zenml
+import ragwatch.zenml.pipelines.full, ragwatch.zenml.pipelines.monitor  # every step module, on the image's packages
 print(json.dumps({"python": "%d.%d.%d" % sys.version_info[:3], "installed": installed}))
 """
 
 
 @pytest.mark.timeout(5400)
 def test_the_image_holds_the_runtime_lock_on_its_python(parent_image: str) -> None:
+    # the source root, as a step container's entrypoint sets it: importing a pipeline asks ZenML for it
     ran = subprocess.run(["docker", "run", "--rm", "--network", "none", "-v", f"{ROOT}:/src:ro", "-w", "/src",
-                          parent_image, "python", "-c", INSIDE], capture_output=True, text=True, timeout=600)
+                          "-e", "ZENML_CUSTOM_SOURCE_ROOT=/src", parent_image, "python", "-c", INSIDE],
+                         capture_output=True, text=True, timeout=600)
     assert ran.returncode == 0, ran.stderr[-4000:]
     found = json.loads(ran.stdout.strip().splitlines()[-1])
     assert found["python"] == LOCKS.IMAGE_PYTHON
