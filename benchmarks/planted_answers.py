@@ -82,11 +82,12 @@ def planted_answer(answer: dict[str, Any], index: int, kind: str, rng: random.Ra
     return {"answer": text, "statements": expected, "planted": new}
 
 
-def choose(answers: list[dict[str, Any]], per_kind: int, seed: int,
-           kinds: tuple[str, ...] = PLANTS) -> list[dict[str, Any]]:
-    """`per_kind` planted answers per kind, each source answer used once; the kinds with the fewest
-    places choose first. Candidates: statements labelled supported, or not labelled at all (files
-    read before their labels exist: the readers label the planted answers themselves)."""
+def choose(answers: list[dict[str, Any]], per_kind: int, seed: int, kinds: tuple[str, ...] = PLANTS,
+           reuse: bool = False) -> list[dict[str, Any]]:
+    """`per_kind` planted answers per kind, each source answer used once (with `reuse`, once per kind:
+    for kinds with few places, such as numbers); the kinds with the fewest places choose first.
+    Candidates: statements labelled supported, or not labelled at all (files read before their labels
+    exist: the readers label the planted answers themselves)."""
     rng = random.Random(seed)
     candidates = [(a, k) for a in answers for k, label in a["labels"].items() if label in ("supported", UNREAD)]
     rng.shuffle(candidates)
@@ -96,6 +97,8 @@ def choose(answers: list[dict[str, Any]], per_kind: int, seed: int,
     chosen = []
     for kind in sorted(kinds, key=lambda kind: (places[kind], kind)):
         n = 0
+        if reuse:
+            used = set()
         for answer, index in candidates:
             key = (answer["system"], answer["item_id"])
             if n >= per_kind or key in used:
@@ -110,12 +113,21 @@ def choose(answers: list[dict[str, Any]], per_kind: int, seed: int,
     return chosen
 
 
+def _item_id(origin: str) -> str:
+    return "p-" + hashlib.sha256(origin.encode()).hexdigest()[:10]
+
+
 def rows_and_key(chosen: list[dict[str, Any]], system: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Statement rows for the packet (nothing that tells the planted one) and the key rows."""
     rows, key = [], []
+    items: set[str] = set()
     for case in chosen:
         source = case["source"]
-        item_id = "p-" + hashlib.sha256(f"{source['system']}\x1f{source['item_id']}".encode()).hexdigest()[:10]
+        origin = f"{source['system']}\x1f{source['item_id']}"
+        if _item_id(origin) in items:  # the same answer planted again (`--reuse`): told apart by its kind
+            origin += f"\x1f{case['kind']}"
+        item_id = _item_id(origin)
+        items.add(item_id)
         for k, statement in enumerate(case["statements"]):
             sid = opaque_id(system, item_id, k)
             rows.append({"statement_id": sid, "item_id": item_id, "system": system, "question": source["question"],
@@ -135,6 +147,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--per-kind", type=int, default=12)
     parser.add_argument("--seed", type=int, default=42)
     parser.add_argument("--kinds", default=",".join(PLANTS), help=f"comma-separated kinds of {PLANTS}")
+    parser.add_argument("--reuse", action="store_true", help="a source answer may carry one planted error of "
+                        "each kind (in separate copies); default: each source answer is planted once")
     parser.add_argument("--system", default="P", help="the system code the planted answers carry")
     parser.add_argument("--out", type=Path, required=True, help="statements JSONL (for the packet and features)")
     parser.add_argument("--key", type=Path, required=True, help="the key: kind and original per statement")
@@ -142,7 +156,7 @@ def main(argv: list[str] | None = None) -> int:
     kinds = tuple(k.strip() for k in args.kinds.split(",") if k.strip())
     if unknown := [k for k in kinds if k not in PLANTS]:
         raise SystemExit(f"--kinds: unknown {unknown}; choose from {PLANTS}")
-    chosen = choose(load_answers(args.statements), args.per_kind, args.seed, kinds)
+    chosen = choose(load_answers(args.statements), args.per_kind, args.seed, kinds, args.reuse)
     rows, key = rows_and_key(chosen, args.system)
     for path, data in ((args.out, rows), (args.key, key)):
         path.parent.mkdir(parents=True, exist_ok=True)
