@@ -37,6 +37,7 @@ import argparse
 import json
 import shlex
 import sys
+import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -72,11 +73,13 @@ RESAMPLES = 1000
 # ---------------------------------------------------------------------------------------------- compute
 
 
-def compute(model: str, statements: Sequence[Path], out: Path, default_system: str) -> None:
-    """Append the signals of every answer not yet in `out`, one JSON row per statement."""
+def compute(model: str, statements: Sequence[Path], out: Path, default_system: str,
+            systems: Sequence[str] | None = None) -> None:
+    """Append the signals of every answer (of `systems`, default all) not yet in `out`, one row per statement."""
     from ragwatch.llm import local
 
-    answers = [a for path in statements for a in load_answers(path, default_system)]
+    answers = [a for path in statements for a in load_answers(path, default_system)
+               if not systems or a["rows"][0].get("system") in systems]
     done = set()
     if out.is_file():
         done = {json.loads(line)["statement_id"] for line in out.read_text().splitlines() if line.strip()}
@@ -230,10 +233,30 @@ def chosen_held_out(records: list[dict[str, Any]], candidates: Sequence[Model]) 
     return scores, verdicts, chosen
 
 
-def join(features: Sequence[Path], likelihood: Sequence[Path]) -> tuple[list[dict[str, Any]], list[str], list[str]]:
+def labelled(features: Sequence[Path], labels: Sequence[Path]) -> list[dict[str, Any]]:
+    """`load_records` of the feature files, a row without a label taking its statement's label from the
+    statements files `labels` (where the readers' labels were merged after the features were recorded)."""
+    known = {}
+    for path in labels:
+        for line in path.read_text().splitlines():
+            if line.strip():
+                row = json.loads(line)
+                known[statement_id(row)] = row.get("label")
+    with tempfile.TemporaryDirectory() as tmp:
+        paths = []
+        for k, path in enumerate(features):
+            rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+            rows = [{**r, "label": r.get("label") or known.get(r["statement_id"])} for r in rows]
+            paths.append(Path(tmp) / f"{k}.jsonl")
+            paths[-1].write_text("".join(json.dumps(r) + "\n" for r in rows))
+        return load_records(paths)
+
+
+def join(features: Sequence[Path], likelihood: Sequence[Path],
+         labels: Sequence[Path] = ()) -> tuple[list[dict[str, Any]], list[str], list[str]]:
     """Labelled statements with their recorded features and every model's signals as `<model>:<signal>`;
     the models, and notes on statements left out (no signals, or a failure)."""
-    records = load_records(features)
+    records = labelled(features, labels)
     signals: dict[str, dict[str, dict[str, Any]]] = {}
     for path in likelihood:
         for line in path.read_text().splitlines():
@@ -359,8 +382,8 @@ def raw_auc(records: Sequence[dict[str, Any]], column: str) -> float:
 
 
 def measure(features: Sequence[Path], likelihood: Sequence[Path], out: Path | None, resamples: int,
-            command: str, timed: Path | None = None) -> str:
-    records, models, notes = join(features, likelihood)
+            command: str, timed: Path | None = None, labels: Sequence[Path] = ()) -> str:
+    records, models, notes = join(features, likelihood, labels)
     if len({r["system"] for r in records}) < 2:
         sys.exit("labelled statements of fewer than 2 systems: leaving one system out needs 2+")
     lines = report(records, models, resamples) + (timing_lines(timed) if timed else [])
@@ -382,12 +405,15 @@ def main(argv: list[str] | None = None) -> int:
     c.add_argument("--default-system", default="S0", help="the system of rows that name none (statements.jsonl)")
     c.add_argument("--out", type=Path, help="default: data/judge_dev/rag_statements/likelihood_<model>.jsonl")
     c.add_argument("--threads", type=int, help="llama.cpp threads (default: the provider's)")
+    c.add_argument("--systems", nargs="*", help="only the answers of these systems (default: all)")
     m = sub.add_parser("measure", help="held-out agreement with and without the signals (no model)")
     m.add_argument("--features", type=Path, nargs="+", required=True, help="the verifier's features, labelled")
     m.add_argument("--likelihood", type=Path, nargs="+", required=True, help="`compute` outputs")
     m.add_argument("--resamples", type=int, default=RESAMPLES, help="bootstrap replicates per interval")
     m.add_argument("--out", type=Path, help="also write the tables here (markdown)")
     m.add_argument("--timing", type=Path, help="a `timing` output to include")
+    m.add_argument("--labels", type=Path, nargs="*", default=[],
+                   help="labelled statements files whose labels fill feature rows recorded without one")
     t = sub.add_parser("timing", help="the judge and the likelihood readings side by side (seconds)")
     t.add_argument("--models", nargs="+", required=True, help="packaged local models for the likelihood")
     t.add_argument("--statements", type=Path, nargs="+", required=True, help="statements JSONL files")
@@ -407,10 +433,10 @@ def main(argv: list[str] | None = None) -> int:
 
             local.N_THREADS = args.threads
         out = args.out or DATA / f"likelihood_{args.model.removeprefix('local/')}.jsonl"
-        compute(args.model, args.statements, out, args.default_system)
+        compute(args.model, args.statements, out, args.default_system, args.systems)
         return 0
     command = "python benchmarks/statement_likelihood.py " + shlex.join(sys.argv[1:] if argv is None else argv)
-    print(measure(args.features, args.likelihood, args.out, args.resamples, command, args.timing))
+    print(measure(args.features, args.likelihood, args.out, args.resamples, command, args.timing, args.labels))
     return 0
 
 
