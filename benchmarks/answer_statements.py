@@ -89,19 +89,18 @@ def answer_directly(config: FullConfig, path: Path, out: Path, system: str, chun
                     limit: int | None = None) -> tuple[dict[str, int], dict[str, Any]]:
     """Answer the questions of `path` with the configured system, `chunk` at a time, appending each chunk's
     statements to `out` (a run resumes: questions already there are skipped); counts and the system."""
-    from zenml.client import Client
-
+    from ragwatch.config import index_key
     from ragwatch.evaluation import build_system
     from ragwatch.indexing.embeddings import get_embedder
     from ragwatch.types import EvalSample
-    from ragwatch.zenml.steps.inputs import INDEX_ARTIFACT
+    from ragwatch.zenml.readback import latest_index
 
     options = config.evaluate.judges.faithfulness
     samples = [EvalSample(id=r["id"], question=r["question"])
                for r in map(json.loads, path.read_text().splitlines()) if r.get("question")][:limit]
     done = {json.loads(line)["item_id"] for line in out.read_text().splitlines()} if out.is_file() else set()
     todo = [s for s in samples if s.id not in done]
-    index = Client().get_artifact_version(INDEX_ARTIFACT).load()
+    index = latest_index(index_key(config.ingest)).load()  # the config's corpus, not whichever was ingested last
     rag, _ = build_system(config.evaluate.system, index, get_embedder(config.ingest.embedding))
     totals = {"answered": 0, "failed": 0, "empty": 0}
     out.parent.mkdir(parents=True, exist_ok=True)
