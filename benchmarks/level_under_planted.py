@@ -66,7 +66,7 @@ def estimator_levels(cal: Any, support_model: Any, rows: Sequence[dict[str, Any]
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--planted", type=Path, required=True, help="P statements, merged with the readers' labels")
-    parser.add_argument("--planted-features", type=Path, required=True)
+    parser.add_argument("--planted-features", type=Path, nargs="+", required=True)
     parser.add_argument("--key", type=Path, required=True)
     parser.add_argument("--source-features", type=Path, nargs="+", required=True,
                         help="the labelled source answers' features (with their reference labels)")
@@ -77,7 +77,7 @@ def main(argv: list[str] | None = None) -> None:
     cal = calibration_set(read_records(calibration.level_data), calibration.support_model, None, LEVEL_FEATURES)
     key = {r["statement_id"]: r for r in read_jsonl([args.key])}
     planted_labels = {r["statement_id"]: r.get("label") for r in read_jsonl([args.planted])}
-    planted_features = {r["statement_id"]: r for r in read_jsonl([args.planted_features])}
+    planted_features = {r["statement_id"]: r for r in read_jsonl(args.planted_features)}
     sources: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
     for r in read_jsonl(args.source_features):
         sources[(r["system"], r["item_id"])].append(r)
