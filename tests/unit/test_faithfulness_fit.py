@@ -24,7 +24,7 @@ def test_the_fit_reproduces_the_shipped_calibration_byte_for_byte():
     records = fit.read_labelled([folder / SHIPPED.level_data])
     refit = fit.fit_calibration(records, model=SHIPPED.model, prompt_version=SHIPPED.prompt_version,
                                 features_version=SHIPPED.features_version, level_data=SHIPPED.level_data,
-                                systems=SHIPPED.systems)
+                                systems=SHIPPED.systems, data=SHIPPED.agreement.data)
     stored = (folder / SHIPPED.level_data.replace(".jsonl", ".calibration.json")).read_text(encoding="utf-8")
     assert fit.calibration_json(refit) == stored
 
