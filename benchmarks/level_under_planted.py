@@ -65,7 +65,9 @@ def estimator_levels(cal: Any, support_model: Any, rows: Sequence[dict[str, Any]
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--planted", type=Path, required=True, help="P statements, merged with the readers' labels")
+    parser.add_argument("--planted", type=Path, required=True,
+                        help="the readers' merged labels of the planted statements (and of source statements whose "
+                             "features carry no label)")
     parser.add_argument("--planted-features", type=Path, nargs="+", required=True)
     parser.add_argument("--key", type=Path, required=True)
     parser.add_argument("--source-features", type=Path, nargs="+", required=True,
@@ -105,7 +107,8 @@ def main(argv: list[str] | None = None) -> None:
         before_items = [f"{r['system']}/{r['item_id']}" for r in before_rows]
         after_rows = [planted_features[sid] for item in items for sid, k in key.items() if k["item_id"] == item]
         after_items = [key[r["statement_id"]]["item_id"] for r in after_rows]
-        truth_before = readers_level([r["label"] for r in before_rows], before_items)
+        truth_before = readers_level([r.get("label") or planted_labels.get(r["statement_id"]) for r in before_rows],
+                                     before_items)
         truth_after = readers_level([planted_labels.get(r["statement_id"]) for r in after_rows], after_items)
         drop = truth_before - truth_after
         lb = estimator_levels(cal, calibration.support_model, before_rows, before_items)
