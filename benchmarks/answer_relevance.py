@@ -33,7 +33,6 @@ from typing import Any
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 from ragwatch.statistics.agreement import balanced_accuracy, cohen_kappa  # noqa: E402
 from ragwatch.statistics.cutoff import best_threshold  # noqa: E402

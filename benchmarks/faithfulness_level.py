@@ -45,7 +45,6 @@ from typing import Any
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 from ragwatch.judges.faithfulness.level import LEVEL_FEATURES, calibration_set, verdict_of  # noqa: E402
 from ragwatch.judges.faithfulness.support_model import SupportModel, feature_vector  # noqa: E402

@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import importlib.util
 import re
 import sys
 import tempfile
@@ -366,10 +367,7 @@ def run(generator: str, limit: int | None, gate: GateThresholds = GATE, sizes: t
     if evaluate.e2e is not None:
         QUESTIONS.extend(dict.fromkeys(c.question for name in TABLES for c in getattr(evaluate.e2e, name).cases))
     if generator == "extractive":
-        sys.path.insert(0, str(ROOT / "tests"))
-        from fake_llm_server import FakeLLMServer
-
-        server = FakeLLMServer(responder=extractive_reply).start()
+        server = _fake_server_class()(responder=extractive_reply).start()
         llm = LLMSettings(model="openai/extractive", api_base=server.base_url, cache=False, max_tokens=80)
     elif generator != "local":
         llm = LLMSettings(model=generator, temperature=0.3, seed=0, max_tokens=80,
@@ -446,6 +444,17 @@ def table(outcomes: list[Outcome], gate: GateThresholds) -> str:
         lines.append(f"| {o.change.name} | {o.changed} | {expected} | {got} ({o.decision.status}) | {strict} | "
                      + " | ".join(cells) + " |")
     return "\n".join(lines)
+
+
+
+def _fake_server_class() -> type:
+    """The tests' fake OpenAI-compatible server, loaded from its file (the tests folder is not a package
+    on the path of a script run as `python benchmarks/gate_power.py`)."""
+    spec = importlib.util.spec_from_file_location("fake_llm_server", ROOT / "tests" / "fake_llm_server.py")
+    module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+    sys.modules[spec.name] = module  # type: ignore[union-attr]  # its dataclasses look their module up
+    spec.loader.exec_module(module)  # type: ignore[union-attr]
+    return module.FakeLLMServer
 
 
 def main(argv: list[str] | None = None) -> int:

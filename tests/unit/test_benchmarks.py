@@ -15,14 +15,6 @@ SHARED = {"rag_statements"}  # modules the tools import, not tools of their own
 TOOLS = sorted(p.stem for p in (ROOT / "benchmarks").glob("*.py")
                if not p.name.startswith("_") and p.stem not in SHARED)
 # Files issue 42 holds (its engineers run and edit them): each still edits sys.path, until they are free.
-STILL_EDITS_SYS_PATH = {
-    "benchmarks/gate_power.py": "the extractive generator imports the tests' fake server as `fake_llm_server`",
-    # the root on sys.path, not needed now that ragwatch is installed; the files had open edits
-    "benchmarks/answer_statements.py": "",
-    "benchmarks/answer_relevance.py": "",
-    "benchmarks/faithfulness_level.py": "",
-    "benchmarks/judge_choice.py": "",
-}
 
 
 def _benchmarks(*args: str) -> subprocess.CompletedProcess[str]:
@@ -105,6 +97,5 @@ def test_no_sys_path_edit_outside_tests() -> None:
         lines = _edits_sys_path(ast.parse(path.read_text(encoding="utf-8")))
         if lines:
             found[str(path.relative_to(ROOT))] = lines
-    unexpected = {f: lines for f, lines in found.items() if f not in STILL_EDITS_SYS_PATH}
-    assert not unexpected, (f"sys.path edited in {unexpected}: run tools as `python -m benchmarks NAME` or "
+    assert not found, (f"sys.path edited in {found}: run tools as `python -m benchmarks NAME` or "
                             "`python -m lab.NAME` from the root, and import through the package")
