@@ -35,7 +35,6 @@ Any number of files of any number of systems (the `system` field; else `default`
 from __future__ import annotations
 
 import argparse
-import json
 import random
 import sys
 from collections.abc import Sequence
@@ -46,6 +45,7 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 
+from ragwatch.judges.faithfulness.fit import read_labelled  # noqa: E402
 from ragwatch.judges.faithfulness.level import LEVEL_FEATURES, calibration_set, verdict_of  # noqa: E402
 from ragwatch.judges.faithfulness.support_model import SupportModel, feature_vector  # noqa: E402
 from ragwatch.statistics.level import (  # noqa: E402
@@ -66,28 +66,6 @@ FEATURE_SETS = (("judge_logit", "lexical"), ("judge_logit", "lexical", "vetoed")
                 ("judge_logit", "lexical", "vetoed", "uncited"), ("judge_logit", "lexical", "vetoed", "missing_terms"),
                 ("lexical", "vetoed"))
 CANDIDATES = ("verdict_share", *METHODS)
-
-
-def load_records(paths: Sequence[Path]) -> list[dict[str, Any]]:
-    """Records with a reference label, in one shape (answer_id, label: bool, system, raw features)."""
-    out = []
-    for path in paths:
-        for line in Path(path).read_text(encoding="utf-8").splitlines():
-            if not line.strip():
-                continue
-            r = json.loads(line)
-            r = {**r.get("features", {}), **{k: v for k, v in r.items() if k != "features"}}
-            label = r.get("label")
-            if isinstance(label, str):
-                if label not in ("supported", "unsupported"):
-                    continue
-                label = label == "supported"
-            if label is None:
-                continue
-            system = str(r.get("system") or "default")
-            answer = r.get("answer_id") or f"{system}/{r['item_id']}"
-            out.append({**r, "label": bool(label), "answer_id": str(answer), "system": system})
-    return out
 
 
 def verdict_model(records: Sequence[dict[str, Any]]) -> SupportModel:
@@ -440,7 +418,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.features:
         FEATS[0] = tuple(args.features)
-    records = load_records(args.data)
+    records = read_labelled(args.data)
     if len({r["answer_id"] for r in records}) < 2 * args.folds:
         sys.exit(f"{len(records)} labelled statements of {len({r['answer_id'] for r in records})} answers: too few "
                  f"for {args.folds} folds of answers")

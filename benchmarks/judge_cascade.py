@@ -26,11 +26,10 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 
-from faithfulness_level import load_records  # noqa: E402
-
 from ragwatch.judges.faithfulness.calibrations import CALIBRATIONS  # noqa: E402
 from ragwatch.judges.faithfulness.cascade import judge_can_change, unasked_probability  # noqa: E402
 from ragwatch.judges.faithfulness.evidence import missing_terms  # noqa: E402
+from ragwatch.judges.faithfulness.fit import read_labelled  # noqa: E402
 from ragwatch.judges.faithfulness.level import vetoed  # noqa: E402
 from ragwatch.judges.faithfulness.support_model import SupportModel  # noqa: E402
 from ragwatch.statistics.agreement import balanced_accuracy, cohen_kappa  # noqa: E402
@@ -83,7 +82,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--data", type=Path, nargs="+", required=True,
                         help="statement features with labels and statement text")
     args = parser.parse_args(argv)
-    records = [r for r in load_records(args.data) if r.get("p_judge") is not None or r.get("no_claim")]
+    records = [r for r in read_labelled(args.data) if r.get("p_judge") is not None or r.get("no_claim")]
     model = CALIBRATIONS[0].support_model
     print(f"{len(records)} labelled statements of {len({r['answer_id'] for r in records})} answers; support model "
           f"{model.weights} + {model.intercept:.3f}, cut-off {model.cutoff}\n")

@@ -48,7 +48,7 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 
-from faithfulness_level import answer_folds, load_records  # noqa: E402
+from faithfulness_level import answer_folds  # noqa: E402
 from statement_features import load_answers, statement_id  # noqa: E402
 from verdict_refit import (  # noqa: E402
     SHIPPED_RULE,
@@ -58,6 +58,7 @@ from verdict_refit import (  # noqa: E402
     paired_difference,
 )
 
+from ragwatch.judges.faithfulness.fit import read_labelled  # noqa: E402
 from ragwatch.judges.faithfulness.level import vetoed  # noqa: E402
 from ragwatch.judges.faithfulness.likelihood import SIGNALS, answer_likelihoods  # noqa: E402
 from ragwatch.judges.faithfulness.support_model import feature_vector  # noqa: E402
@@ -234,7 +235,7 @@ def chosen_held_out(records: list[dict[str, Any]], candidates: Sequence[Model]) 
 
 
 def labelled(features: Sequence[Path], labels: Sequence[Path]) -> list[dict[str, Any]]:
-    """`load_records` of the feature files, a row without a label taking its statement's label from the
+    """`read_labelled` of the feature files, a row without a label taking its statement's label from the
     statements files `labels` (where the readers' labels were merged after the features were recorded)."""
     known = {}
     for path in labels:
@@ -249,7 +250,7 @@ def labelled(features: Sequence[Path], labels: Sequence[Path]) -> list[dict[str,
             rows = [{**r, "label": r.get("label") or known.get(r["statement_id"])} for r in rows]
             paths.append(Path(tmp) / f"{k}.jsonl")
             paths[-1].write_text("".join(json.dumps(r) + "\n" for r in rows))
-        return load_records(paths)
+        return read_labelled(paths)
 
 
 def join(features: Sequence[Path], likelihood: Sequence[Path],
