@@ -198,7 +198,7 @@ def _f1(y_true: Sequence[Hashable], y_pred: Sequence[Hashable], *, positive: Has
     true_pos, pred_pos = _is(x, positive), _is(y, positive)
     if not (true_pos.any() or pred_pos.any()):
         return None
-    return _library(f1_score, true_pos, pred_pos, zero_division=np.nan)
+    return _library(f1_score, true_pos, pred_pos, zero_division=0.0)  # never reached: a positive exists
 
 
 def _is(x: np.ndarray, label: Hashable) -> np.ndarray:

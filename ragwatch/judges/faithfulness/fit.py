@@ -158,7 +158,8 @@ def cutoff_by(rule: str, scores: Sequence[float], labels: Sequence[bool]) -> flo
         gap = np.abs(called_unsupported - readers_unsupported)
         pick = np.flatnonzero(np.isclose(gap, gap.min()))[0]  # ties: the lowest cut-off (fewer called unsupported)
         return float(candidates[pick])
-    value = np.nan_to_num(kappa_of(counts) if rule == "kappa" else balanced_accuracy_of(counts), nan=-np.inf)
+    measure = kappa_of(counts) if rule == "kappa" else balanced_accuracy_of(counts)
+    value = np.where(measure.defined, measure.values, -np.inf)  # an undefined cut-off is never chosen
     if rule == "balanced_accuracy_capped":
         value = np.where(called_unsupported <= readers_unsupported + 1e-12, value, -np.inf)
         if not np.isfinite(value.max()):  # the rules alone veto more than the readers find: call the fewest
@@ -184,10 +185,12 @@ def cross_fitted(records: list[dict[str, Any]], candidate: Candidate, *, folds: 
 
 
 def kappa_point(records: Sequence[dict[str, Any]], predicted: np.ndarray) -> float:
-    """Cohen's kappa of verdicts against the records' labels (NaN where chance agreement is 1)."""
+    """Cohen's kappa of verdicts against the records' labels (-inf where chance agreement is 1: never the
+    best)."""
     counts, _ = replicate_counts(np.array([r["label"] for r in records], bool), [predicted],
                                  [r["answer_id"] for r in records], 0, 0)
-    return float(kappa_of(counts[0])[0])
+    kappa = kappa_of(counts[0])
+    return float(kappa.values[0]) if kappa.defined[0] else -np.inf
 
 
 def choose(records: list[dict[str, Any]], rule: str = "balanced_accuracy") -> Candidate:
@@ -240,27 +243,45 @@ def replicate_counts(y: np.ndarray, predicted: Sequence[np.ndarray], answers: Se
     return np.array(out), n_groups
 
 
-def kappa_of(c: np.ndarray) -> np.ndarray:
-    """Cohen's kappa of each row of 2x2 counts (tp, fn, fp, tn); NaN where chance agreement is 1."""
+@dataclass(frozen=True)
+class Replicated:
+    """A measure of each row of 2x2 counts (the statements, then each bootstrap replicate) and where it is
+    defined: an undefined row is marked, never NaN (rule 3)."""
+
+    values: np.ndarray
+    defined: np.ndarray
+
+    def __sub__(self, other: Replicated) -> Replicated:
+        return Replicated(self.values - other.values, self.defined & other.defined)
+
+
+def kappa_of(c: np.ndarray) -> Replicated:
+    """Cohen's kappa of each row of 2x2 counts (tp, fn, fp, tn); undefined where chance agreement is 1."""
     tp, fn, fp, tn = c.T
     n = c.sum(axis=1)
     chance = ((tp + fn) * (tp + fp) + (fp + tn) * (fn + tn)) / n**2
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(chance < 1, ((tp + tn) / n - chance) / (1 - chance), np.nan)
+    defined = chance < 1
+    safe = np.where(defined, 1 - chance, 1.0)
+    return Replicated(np.where(defined, ((tp + tn) / n - chance) / safe, 0.0), defined)
 
 
-def balanced_accuracy_of(c: np.ndarray) -> np.ndarray:
-    """Mean recall of the two classes of each row of counts; NaN where the labels hold one class only."""
+def balanced_accuracy_of(c: np.ndarray) -> Replicated:
+    """Mean recall of the two classes of each row of counts; undefined where the labels hold one class only."""
     tp, fn, fp, tn = c.T
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where((tp + fn > 0) & (fp + tn > 0), (tp / (tp + fn) + tn / (tn + fp)) / 2, np.nan)
+    defined = (tp + fn > 0) & (fp + tn > 0)
+    pos, neg = np.maximum(tp + fn, 1), np.maximum(tn + fp, 1)
+    return Replicated(np.where(defined, (tp / pos + tn / neg) / 2, 0.0), defined)
 
 
-def interval(values: np.ndarray) -> tuple[float, float, float]:
-    """(point, 2.5%, 97.5%) from the point value (first) and the defined replicates."""
-    point, reps = values[0], values[1:][np.isfinite(values[1:])]
-    if not np.isfinite(point):
-        point = 0.0 if reps.size == 0 else float("nan")
+def interval(measure: Replicated | np.ndarray) -> tuple[float, float, float]:
+    """(point, 2.5%, 97.5%) from the point value (first row) and the defined replicates; an array counts
+    its finite values as defined. An undefined point is an error that says why."""
+    if not isinstance(measure, Replicated):
+        measure = Replicated(np.asarray(measure, dtype=float), np.isfinite(measure))
+    if not measure.defined[0]:
+        raise ValueError("the measure is undefined on these statements (their labels or verdicts hold one class "
+                         "only): label statements of both kinds")
+    point, reps = measure.values[0], measure.values[1:][measure.defined[1:]]
     if reps.size == 0:
         return float(point), float(point), float(point)
     low, high = np.quantile(reps, [0.025, 0.975])
