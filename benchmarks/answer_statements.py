@@ -29,7 +29,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 
-from ragwatch.zenml.env import configure_environment  # noqa: E402
+from ragwatch_zenml.env import configure_environment  # noqa: E402
 
 configure_environment()
 
@@ -74,7 +74,7 @@ def run_outputs(run_name: str | None) -> tuple[Any, Any, Any]:
     """The run, its `rag_answers` and its evaluation set (the newest evaluation run by default)."""
     from zenml.client import Client
 
-    from ragwatch.zenml.readback import evaluation_runs
+    from ragwatch_zenml.readback import evaluation_runs
 
     run = Client().get_pipeline_run(run_name) if run_name else next(iter(evaluation_runs()), None)
     if run is None:
@@ -92,7 +92,7 @@ def answer_directly(config: FullConfig, path: Path, out: Path, system: str, chun
     from ragwatch.evaluation import build_system
     from ragwatch.indexing.embeddings import get_embedder
     from ragwatch.types import EvalSample
-    from ragwatch.zenml.readback import latest_index
+    from ragwatch_zenml.readback import latest_index
 
     options = config.evaluate.judges.faithfulness
     samples = [EvalSample(id=r["id"], question=r["question"])

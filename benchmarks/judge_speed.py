@@ -28,7 +28,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def latest_answers() -> tuple[str, list[Any], list[Any]]:
-    from ragwatch.zenml import env as zenml_env
+    from ragwatch_zenml import env as zenml_env
 
     zenml_env.configure_environment()
     zenml_env.ensure_repository()

@@ -60,11 +60,11 @@ def synthetic_run(n: int) -> tuple[list[dict], dict[str, MetricResult], str, str
 
 
 def store_run(run: str | None) -> tuple[list[dict], dict[str, MetricResult], str, str]:
-    from ragwatch.zenml.env import configure_environment, ensure_repository
+    from ragwatch_zenml.env import configure_environment, ensure_repository
 
     configure_environment()
     ensure_repository()
-    from ragwatch.zenml.commands.review import find_run, run_items
+    from ragwatch_zenml.commands.review import find_run, run_items
 
     found = find_run(run)
     rows, judged = run_items(found)

@@ -39,8 +39,8 @@ MOVED: dict[str, str] = {  # old module path -> new module path: only those stor
     "ragwatch.logs.records": "ragwatch.logsources.records",  # LogReadResult
     "ragwatch.logs.window": "ragwatch.logsources.window",  # LogWindow
     # materializers of runs saved before the ZenML half moved into the package (`steps` was top-level)
-    "steps.materializers": "ragwatch.zenml.steps.materializers",
-    "steps.monitor_materializers": "ragwatch.zenml.steps.monitor_materializers",
+    "steps.materializers": "ragwatch_zenml.steps.materializers",
+    "steps.monitor_materializers": "ragwatch_zenml.steps.monitor_materializers",
 }
 
 

@@ -1,7 +1,7 @@
 """One evaluation tracked: its metrics merged, compared with the previous run and with production, gated,
 and said as run metadata. Runs without ZenML.
 
-The ZenML step (`ragwatch.zenml.steps.track.track_evaluation`) reads the two baselines from the store,
+The ZenML step (`ragwatch_zenml.steps.track.track_evaluation`) reads the two baselines from the store,
 calls `track`, then writes what it returns: the promotion and `tracking_metadata`.
 
 Example:

@@ -22,7 +22,7 @@ SYSTEMS = {"S0": "configs/evaluate.yaml", "S1": "benchmarks/systems/top1.yaml",
 
 
 def main() -> int:
-    from ragwatch.zenml import env as zenml_env
+    from ragwatch_zenml import env as zenml_env
 
     zenml_env.configure_environment()
     zenml_env.ensure_repository()

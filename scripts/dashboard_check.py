@@ -25,7 +25,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 
-from ragwatch.zenml.commands.dashboard_browser import DashboardBrowser, DashboardError, artifact_node  # noqa: E402
+from ragwatch_zenml.commands.dashboard_browser import DashboardBrowser, DashboardError, artifact_node  # noqa: E402
 
 
 @dataclass
@@ -82,7 +82,7 @@ def main(argv: list[str] | None = None) -> int:
         print("dashboard_check: point the client at a ZenML server with a user first: "
               'eval "$(scripts/team_stack.sh env)"', file=sys.stderr)
         return 2
-    from ragwatch.zenml.env import configure_environment
+    from ragwatch_zenml.env import configure_environment
 
     configure_environment()
     try:

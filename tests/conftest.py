@@ -25,7 +25,7 @@ os.environ["RAGWATCH_CACHE_DIR"] = str(_SESSION_DIR / "cache")
 os.environ["RAGWATCH_STATE_DIR"] = str(_SESSION_DIR / "state")
 os.environ["ZENML_CONFIG_PATH"] = str(_SESSION_DIR / "zenml")
 
-from ragwatch.zenml.env import configure_environment, ensure_repository  # noqa: E402
+from ragwatch_zenml.env import configure_environment, ensure_repository  # noqa: E402
 
 configure_environment()
 ensure_repository()

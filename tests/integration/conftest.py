@@ -29,7 +29,7 @@ TINY_MODEL = "local/smollm2-135m-instruct"
 @pytest.fixture(scope="session", autouse=True)
 def session_reports(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     """Where a run whose config sets no `reports_dir` writes its reports during the tests."""
-    from ragwatch.zenml.commands import runner
+    from ragwatch_zenml.commands import runner
 
     directory = tmp_path_factory.mktemp("reports")
     default, runner.REPORTS_DIR = runner.REPORTS_DIR, directory

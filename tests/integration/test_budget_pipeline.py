@@ -10,7 +10,7 @@ import pytest
 
 from ragwatch.judges.likert import REASONING_CHARS
 from ragwatch.llm.pricing import call_cost, count_tokens
-from ragwatch.zenml.commands.runner import run_pipeline
+from ragwatch_zenml.commands.runner import run_pipeline
 from tests.fake_llm_server import FakeLLMServer, schema_reply
 from tests.integration.conftest import write_config
 

@@ -28,14 +28,14 @@ from pathlib import Path
 import pytest
 from zenml.client import Client
 
-from ragwatch.zenml.commands.dashboard_browser import (
+from ragwatch_zenml.commands.dashboard_browser import (
     DAG_ERROR,
     DashboardBrowser,
     DashboardError,
     artifact_node,
     chromium_path,
 )
-from ragwatch.zenml.commands.runner import run_pipeline
+from ragwatch_zenml.commands.runner import run_pipeline
 from tests.integration.conftest import ROOT
 from tests.integration.test_dashboard_dag import retrieval_only_config
 

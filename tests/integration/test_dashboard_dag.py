@@ -13,7 +13,7 @@ import pytest
 import yaml
 from zenml.client import Client
 
-from ragwatch.zenml.commands.runner import format_outcome, run_pipeline
+from ragwatch_zenml.commands.runner import format_outcome, run_pipeline
 from tests.integration.conftest import write_config
 
 pytestmark = pytest.mark.integration

@@ -17,7 +17,7 @@ from zenml.client import Client
 
 import tests.planted_faithfulness as planted
 from ragwatch.judges.faithfulness import calibrations
-from ragwatch.zenml import cli
+from ragwatch_zenml import cli
 from tests.fake_llm_server import FakeLLMServer
 from tests.integration.conftest import LABELLED, write_config
 

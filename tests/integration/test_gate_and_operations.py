@@ -8,9 +8,9 @@ import pytest
 from zenml.client import Client
 from zenml.enums import ModelStages
 
-from ragwatch.zenml import cli
-from ragwatch.zenml.commands import scheduling
-from ragwatch.zenml.commands.watch import WatchState, check_once
+from ragwatch_zenml import cli
+from ragwatch_zenml.commands import scheduling
+from ragwatch_zenml.commands.watch import WatchState, check_once
 from tests.integration.conftest import write_config
 
 pytestmark = pytest.mark.integration

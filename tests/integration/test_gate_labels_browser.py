@@ -29,7 +29,7 @@ from zenml.enums import ModelStages
 import tests.planted_faithfulness as planted
 from ragwatch.judges.faithfulness import PROMPT_VERSION as FAITHFULNESS_PROMPT
 from ragwatch.judges.faithfulness import calibrations
-from ragwatch.zenml import cli
+from ragwatch_zenml import cli
 from tests.fake_llm_server import FakeLLMServer
 from tests.integration.conftest import write_config
 from tests.review_browser import NEEDS_BROWSER, Server, free_port, review_page

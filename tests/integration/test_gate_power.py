@@ -16,7 +16,7 @@ import yaml
 from zenml.client import Client
 from zenml.enums import ModelStages
 
-from ragwatch.zenml import cli
+from ragwatch_zenml import cli
 from tests.integration.conftest import write_config
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from zenml.client import Client
 
-from ragwatch.zenml.commands.runner import run_pipeline
+from ragwatch_zenml.commands.runner import run_pipeline
 from tests.integration.conftest import write_config
 
 pytestmark = pytest.mark.integration

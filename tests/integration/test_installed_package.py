@@ -67,7 +67,7 @@ def _project_env(home: Path) -> dict[str, str]:
 def test_the_wheel_holds_the_package_and_nothing_top_level(installed: Path, tmp_path: Path) -> None:
     code = "import ragwatch, pathlib; print(pathlib.Path(ragwatch.__file__).parents[1])"
     site = Path(_run([str(installed / "python"), "-c", code], tmp_path, _project_env(tmp_path)).stdout.strip())
-    assert site.name == "site-packages" and (site / "ragwatch" / "zenml" / "cli.py").is_file()
+    assert site.name == "site-packages" and (site / "ragwatch_zenml" / "cli.py").is_file()
     assert (site / "ragwatch" / "_bundled" / "configs" / "full.yaml").is_file()
     assert (site / "ragwatch" / "_bundled" / "data" / "sample" / "zenml_docs").is_dir()
     for old in ("run.py", "readback.py", "zenml_env.py", "steps", "pipelines", "orchestration"):
@@ -95,8 +95,8 @@ def test_a_quick_run_keeps_its_store_in_the_project(installed: Path, tiny_corpus
     # a second command from a subdirectory finds the same store (the nearest .zenml_home above)
     sub = project / "sub"
     sub.mkdir()
-    code = ("from ragwatch.zenml.env import configure_environment; configure_environment()\n"
-            "import os; from ragwatch.zenml.readback import evaluation_runs\n"
+    code = ("from ragwatch_zenml.env import configure_environment; configure_environment()\n"
+            "import os; from ragwatch_zenml.readback import evaluation_runs\n"
             "print(os.environ['ZENML_CONFIG_PATH']); print(len(list(evaluation_runs())))")
     lines = _run([str(installed / "python"), "-c", code], sub, env, timeout=600).stdout.strip().splitlines()
     assert lines[-2] == str(project / ".zenml_home") and int(lines[-1]) >= 1

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from ragwatch.zenml import cli
+from ragwatch_zenml import cli
 from tests.integration.conftest import write_config
 
 pytestmark = [pytest.mark.integration]

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 from zenml.client import Client
 
-from ragwatch.zenml import cli
-from ragwatch.zenml.readback import run_metrics
+from ragwatch_zenml import cli
+from ragwatch_zenml.readback import run_metrics
 from tests.fake_llm_server import FakeLLMServer
 from tests.integration.conftest import write_config
 from tests.integration.test_budget_pipeline import MAX_TOKENS, long_reasoning

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ragwatch.zenml import cli as run
+from ragwatch_zenml import cli as run
 
 LOG = Path(__file__).resolve().parents[1] / "data" / "logs" / "answers.jsonl"
 REPLAY = f'''

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ragwatch.zenml import cli as run
+from ragwatch_zenml import cli as run
 
 LOGS = Path(__file__).resolve().parents[1] / "data" / "logs"
 FORMATS = {"jsonl": ("answers.jsonl", "auto"), "csv": ("answers.csv", "auto"),
@@ -89,7 +89,7 @@ def test_monitor_bad_config_is_answered_before_zenml(tmp_path, capsys):
 def test_a_local_schedule_runs_monitor(tmp_path):
     from zenml.client import Client
 
-    from ragwatch.zenml.commands import scheduling
+    from ragwatch_zenml.commands import scheduling
 
     store = scheduling.ScheduleStore(tmp_path / "schedules.json")
     schedule = store.add("*/3 * * * * *", "monitor", str(_config(tmp_path, "answers.jsonl", "auto")))

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ragwatch.zenml import cli as run
+from ragwatch_zenml import cli as run
 
 
 def _rows(days: int = 2, per_day: int = 10) -> list[dict]:

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ragwatch.zenml import cli as run
+from ragwatch_zenml import cli as run
 
 UPS = {0: [1, 1, 1, 0, 1, 1, 1, 1], 1: [1, 1, 0, 1, 1, 1, 1], 2: [0, 0, 1, 0, 0, 1, 0, 0, 0]}  # per day
 

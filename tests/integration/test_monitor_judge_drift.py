@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ragwatch.zenml import cli as run
+from ragwatch_zenml import cli as run
 from tests.fake_llm_server import FakeLLMServer
 from tests.planted_judge import PlantedJudge, write_log
 

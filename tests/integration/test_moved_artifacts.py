@@ -1,5 +1,5 @@
 """A store written before a move still loads: artifacts whose materializer or type ZenML recorded under an
-old import path (`steps.materializers.X` before the ZenML half moved into `ragwatch.zenml`,
+old import path (`steps.materializers.X` before the ZenML half moved into `ragwatch_zenml`,
 `ragwatch.compare.GateDecision` before `decision/`) load in a fresh process, as the classes of today."""
 
 from __future__ import annotations
@@ -18,12 +18,12 @@ pytestmark = pytest.mark.integration
 ROOT = Path(__file__).resolve().parents[2]
 
 SAVE = """
-from ragwatch.zenml.env import configure_environment, ensure_repository
+from ragwatch_zenml.env import configure_environment, ensure_repository
 configure_environment(); ensure_repository()
 from zenml import save_artifact
 from ragwatch.artifacts import RunComparisons
 from ragwatch.decision.gate import GateDecision
-from ragwatch.zenml.steps.materializers import RunComparisonsMaterializer
+from ragwatch_zenml.steps.materializers import RunComparisonsMaterializer
 gate = GateDecision(promote=False, status="regressed", reasons=[])
 save_artifact(RunComparisons(previous_run="r1", gate=gate), name="old_comparisons",
               materializer=RunComparisonsMaterializer)
@@ -32,7 +32,7 @@ save_artifact(gate, name="old_gate")
 
 LOAD = """
 import json, sys
-from ragwatch.zenml.env import configure_environment
+from ragwatch_zenml.env import configure_environment
 configure_environment()
 from zenml.client import Client
 comparisons = Client().get_artifact_version("old_comparisons").load()
@@ -67,7 +67,7 @@ def test_artifacts_recorded_under_old_paths_load(tmp_path: Path) -> None:
                                "join artifact on artifact.id = artifact_version.artifact_id").fetchall())
         recorded = db.execute("select materializer from artifact_version where id = ?",
                               (rows["old_comparisons"],)).fetchone()[0]
-        assert json.loads(recorded)["module"] == "ragwatch.zenml.steps.materializers"  # what runs record now
+        assert json.loads(recorded)["module"] == "ragwatch_zenml.steps.materializers"  # what runs record now
         # as the store of an older version recorded them
         db.execute("update artifact_version set materializer = ? where id = ?",
                    (_source("steps.materializers", "RunComparisonsMaterializer"), rows["old_comparisons"]))
@@ -76,7 +76,7 @@ def test_artifacts_recorded_under_old_paths_load(tmp_path: Path) -> None:
     # from a directory with no `steps` package of its own, as a user of the installed package stands
     loaded = json.loads(_python(LOAD, store, tmp_path))
     assert loaded == {"previous_run": "r1", "status": "regressed",
-                      "materializer": "ragwatch.zenml.steps.materializers", "stand_in_is_empty": True}
+                      "materializer": "ragwatch_zenml.steps.materializers", "stand_in_is_empty": True}
 
 
 def test_a_real_steps_package_wins_over_the_stand_in(tmp_path: Path) -> None:

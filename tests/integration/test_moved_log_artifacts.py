@@ -16,14 +16,14 @@ pytestmark = pytest.mark.integration
 
 SAVE = """
 from datetime import UTC, datetime
-from ragwatch.zenml.env import configure_environment, ensure_repository
+from ragwatch_zenml.env import configure_environment, ensure_repository
 configure_environment(); ensure_repository()
 from zenml import save_artifact
 from ragwatch.artifacts import MetricGroup
 from ragwatch.logsources.records import LogReadResult
 from ragwatch.logsources.window import LogWindow
 from ragwatch.monitoring.monitor import MonitorReport, WindowEvaluation
-from ragwatch.zenml.steps.monitor_materializers import LogWindowMaterializer, MonitorReportMaterializer
+from ragwatch_zenml.steps.monitor_materializers import LogWindowMaterializer, MonitorReportMaterializer
 window = LogWindow(label="current", start=datetime(2026, 11, 20, tzinfo=UTC), end=datetime(2026, 11, 21, tzinfo=UTC),
                    n_population=3)
 save_artifact(LogReadResult(source="answers.jsonl", format="jsonl"), name="old_log_read")
@@ -35,7 +35,7 @@ save_artifact(MonitorReport(source="answers.jsonl", counts={"kept": 3}), name="o
 
 LOAD = """
 import json
-from ragwatch.zenml.env import configure_environment
+from ragwatch_zenml.env import configure_environment
 configure_environment()
 from zenml.client import Client
 loaded = {name: Client().get_artifact_version(name).load()

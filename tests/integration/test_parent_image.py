@@ -72,7 +72,7 @@ installed = {}
 for dist in md.distributions():
     installed.setdefault(dist.metadata["Name"], dist.version)
 import llama_cpp, ragwatch.indexing.embeddings, ragwatch.llm.local, zenml
-import ragwatch.zenml.pipelines.full, ragwatch.zenml.pipelines.monitor  # every step module, on the image's packages
+import ragwatch_zenml.pipelines.full, ragwatch_zenml.pipelines.monitor  # every step module, on the image's packages
 print(json.dumps({"python": "%d.%d.%d" % sys.version_info[:3], "installed": installed}))
 """
 

@@ -32,7 +32,7 @@ from ragwatch.llm import LLMClient, LLMSettings
 from ragwatch.monitoring.settings import MonitorConfig
 from ragwatch.rag import BuiltinRAG, RagSettings
 from ragwatch.types import Chunk
-from ragwatch.zenml import cli as run
+from ragwatch_zenml import cli as run
 from tests.fake_llm_server import FakeLLMServer
 from tests.unit.test_rag import HashEmbedder
 
@@ -209,7 +209,7 @@ SCREENSHOT = ROOT / "docs" / "images" / "phoenix-otlp-export.png"
 def _screenshot(url: str, path: Path, *clicks: str) -> str:
     """The page at `url` in headless Chromium, after clicking each text of `clicks` in turn, saved to
     `path`; the page's text. Skips, saying why, without Chromium or Playwright."""
-    from ragwatch.zenml.commands.dashboard_browser import chromium_path
+    from ragwatch_zenml.commands.dashboard_browser import chromium_path
 
     chromium = chromium_path()
     if chromium is None:

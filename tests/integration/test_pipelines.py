@@ -9,7 +9,7 @@ from zenml.client import Client
 from zenml.enums import ModelStages
 
 from ragwatch.indexing.index import Index
-from ragwatch.zenml.commands.runner import run_pipeline
+from ragwatch_zenml.commands.runner import run_pipeline
 from tests.integration.conftest import write_config
 
 pytestmark = pytest.mark.integration

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from zenml.client import Client
 
-from ragwatch.zenml import cli
+from ragwatch_zenml import cli
 from tests.fake_llm_server import FakeLLMServer, first_user_text
 from tests.integration.conftest import write_config
 

@@ -25,7 +25,7 @@ import pytest
 from zenml.client import Client
 
 from ragwatch.judges.faithfulness.verify_evidence import prompt_statements
-from ragwatch.zenml import cli
+from ragwatch_zenml import cli
 from tests.fake_llm_server import FakeLLMServer, first_user_text
 from tests.integration.conftest import write_config
 from tests.review_browser import NEEDS_BROWSER, ROOT, Server, free_port, review_page

@@ -7,7 +7,7 @@ import os
 import pytest
 from zenml.client import Client
 
-from ragwatch.zenml.steps.secrets import export_api_keys
+from ragwatch_zenml.steps.secrets import export_api_keys
 
 pytestmark = pytest.mark.integration
 

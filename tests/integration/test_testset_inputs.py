@@ -13,8 +13,8 @@ import yaml
 from zenml.client import Client
 
 from ragwatch.preflight import preflight
-from ragwatch.zenml import cli
-from ragwatch.zenml.commands.runner import StaleEvalSetError, require_matching_eval_set
+from ragwatch_zenml import cli
+from ragwatch_zenml.commands.runner import StaleEvalSetError, require_matching_eval_set
 from tests.integration.conftest import LABELLED, write_config
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]  # ~2 min each: four to six pipeline runs

@@ -86,7 +86,7 @@ def test_a_wrong_key_is_the_usual_config_error(tmp_path):
 
 
 def test_run_py_config_show_on_the_bundled_config(capsys):
-    from ragwatch.zenml import cli as run
+    from ragwatch_zenml import cli as run
 
     assert run.main(["config", "show", "evaluate"]) == 0
     out = capsys.readouterr().out

@@ -113,7 +113,7 @@ def test_no_doc_cites_a_file_outside_the_repository():
 
 
 def test_the_readme_lists_every_exit_code():
-    from ragwatch.zenml import cli as run
+    from ragwatch_zenml import cli as run
 
     readme = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
     codes = {int(c) for c in re.findall(r"\b(\d) (?:success|the gate|bad input|could not evaluate)",
@@ -164,7 +164,7 @@ def test_commands_are_found_in_the_readme_and_the_docs():
 
 @pytest.mark.parametrize(("where", "command"), _commands())
 def test_each_command_parses_and_names_existing_configs(where, command, capsys):
-    from ragwatch.zenml import cli as run
+    from ragwatch_zenml import cli as run
 
     args = shlex.split(command)[2:]
     try:

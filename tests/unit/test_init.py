@@ -12,7 +12,7 @@ from ragwatch.config_loader import ConfigError
 from ragwatch.estimate import estimate_pipeline, format_estimate
 from ragwatch.preflight import preflight
 from ragwatch.retrieval.matching import CorpusLabels, MatchSettings
-from ragwatch.zenml.commands.init import (
+from ragwatch_zenml.commands.init import (
     InitAnswers,
     ask,
     init_command,

@@ -133,7 +133,7 @@ def test_unit_cost_reads_the_run_usage_the_stage_rate_and_the_cost_map():
 
 
 def test_plan_review_records_the_promise_and_import_says_what_was_bought(monkeypatch):
-    from ragwatch.zenml.commands import review
+    from ragwatch_zenml.commands import review
 
     pop, result = _population(n=200)
     logged: list[dict] = []

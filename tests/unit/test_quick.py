@@ -119,7 +119,7 @@ def test_the_estimate_counts_cached_answers_and_judge_calls_as_free(tmp_path, mo
                                               (["full", "--quick"], True), (["evaluate", "--quick"], True),
                                               (["full"], False), ([], False)])
 def test_run_py_takes_quick_before_or_after_the_command(argv, quick):
-    from ragwatch.zenml import cli as run
+    from ragwatch_zenml import cli as run
 
     assert run.build_parser().parse_args(argv).quick is quick
 
@@ -131,8 +131,8 @@ def test_a_quick_runs_gate_says_not_applied_never_promoted_nor_a_regression():
     from ragwatch.decision.gate import GateDecision, not_applied
     from ragwatch.quick import quick_gate_reason
     from ragwatch.report.summary import gate_label, summary_text, verdict_line
-    from ragwatch.zenml import cli as run
-    from ragwatch.zenml.commands.runner import RunOutcome
+    from ragwatch_zenml import cli as run
+    from ragwatch_zenml.commands.runner import RunOutcome
 
     gate = not_applied(quick_gate_reason(12))
     assert gate_label(gate) == "NOT APPLIED (--quick: 12 items cannot decide)"

@@ -8,7 +8,7 @@ from types import SimpleNamespace
 import pytest
 from zenml.enums import ExecutionStatus
 
-from ragwatch.zenml.commands import review
+from ragwatch_zenml.commands import review
 
 
 def _run(name: str, *, status: str = "promote", quick: bool = False, judged: bool = True,

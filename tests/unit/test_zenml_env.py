@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ragwatch.zenml.env import record_analytics_choice
+from ragwatch_zenml.env import record_analytics_choice
 
 
 def test_an_existing_store_file_is_turned_off(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -36,18 +36,18 @@ def test_a_user_who_opts_in_is_recorded_too(tmp_path: Path, monkeypatch: pytest.
 
 
 def test_the_project_home_of_a_checkout_is_the_checkout(monkeypatch: pytest.MonkeyPatch) -> None:
-    from ragwatch.zenml import env
+    from ragwatch_zenml import env
 
     monkeypatch.delenv("RAGWATCH_HOME", raising=False)
     monkeypatch.delenv("ZENML_CONFIG_PATH", raising=False)
-    checkout = Path(env.__file__).resolve().parents[2]
+    checkout = Path(env.__file__).resolve().parents[1]
     assert checkout == env.CHECKOUT and checkout == env.BUNDLED  # this test runs from a checkout
     assert env.project_home() == checkout and env.store_path() == checkout / ".zenml_home"
 
 
 def test_an_installed_package_keeps_its_store_where_the_user_stands(tmp_path: Path,
                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
-    from ragwatch.zenml import env
+    from ragwatch_zenml import env
 
     monkeypatch.setattr(env, "CHECKOUT", None)  # as in site-packages
     monkeypatch.delenv("RAGWATCH_HOME", raising=False)

@@ -20,8 +20,8 @@ from ragwatch.monitoring.phoenix_annotate import annotate_window
 from ragwatch.monitoring.report import report_html
 from ragwatch.monitoring.settings import MonitorConfig, MonitorWindow
 from ragwatch.monitoring.windows import select_windows
-from ragwatch.zenml.steps.monitor_materializers import LogWindowMaterializer, MonitorReportMaterializer
-from ragwatch.zenml.steps.secrets import export_api_keys
+from ragwatch_zenml.steps.monitor_materializers import LogWindowMaterializer, MonitorReportMaterializer
+from ragwatch_zenml.steps.secrets import export_api_keys
 
 
 @step(enable_cache=False)

@@ -39,7 +39,7 @@ import traceback
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ragwatch.zenml.env import BUNDLED, configure_environment, ensure_repository
+from ragwatch_zenml.env import BUNDLED, configure_environment, ensure_repository
 
 configure_environment()
 
@@ -234,7 +234,7 @@ def cmd_pipeline(name: str, config: str, no_cache: bool, zenml_config: str | Non
         print(quick_banner() + "\n")
     if estimate:
         from ragwatch.estimate import estimate_pipeline, format_estimate
-        from ragwatch.zenml.commands.runner import latest_inputs
+        from ragwatch_zenml.commands.runner import latest_inputs
 
         print(format_estimate(estimate_pipeline(name, checked, latest=latest_inputs())))
         return 0
@@ -243,7 +243,7 @@ def cmd_pipeline(name: str, config: str, no_cache: bool, zenml_config: str | Non
     from ragwatch.llm.history import start_run
 
     run_id = start_run()  # this run's usage records carry it: another process's calls are not this run's
-    from ragwatch.zenml.commands.runner import format_outcome, run_pipeline
+    from ragwatch_zenml.commands.runner import format_outcome, run_pipeline
 
     outcome = run_pipeline(name, config, enable_cache=not no_cache, zenml_config=zenml_config, config=checked,
                            tags=[QUICK_TAG] if quick else None)
@@ -276,7 +276,7 @@ def _quiet_estimate(name: str, config: FullConfig) -> Estimate | None:
     """The estimate of a run about to start, for estimate vs actual afterwards; never stops the run."""
     try:
         from ragwatch.estimate import estimate_pipeline
-        from ragwatch.zenml.commands.runner import latest_inputs
+        from ragwatch_zenml.commands.runner import latest_inputs
 
         return estimate_pipeline(name, config, latest=latest_inputs())
     except Exception as exc:  # an estimate is a courtesy: a bug in it must not cost the run
@@ -289,7 +289,7 @@ def cmd_compare(runs: list[str], config: str) -> int:
     from ragwatch.config_loader import load_config
 
     settings = load_config(config, FullConfig)  # before ZenML is imported: a typo is answered at once
-    from ragwatch.zenml.commands.compare_runs import compare_command
+    from ragwatch_zenml.commands.compare_runs import compare_command
 
     text, path = compare_command(runs, settings.evaluate.gate, settings.reports_dir)
     print(text)
@@ -318,10 +318,10 @@ def cmd_calibrate(config: str, limit: int | None, write: bool = False, dataset: 
 def cmd_review(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from ragwatch.zenml.commands import review
+    from ragwatch_zenml.commands import review
 
     if args.action == "serve":
-        from ragwatch.zenml.commands.review_serve import serve_review
+        from ragwatch_zenml.commands.review_serve import serve_review
 
         return serve_review(args.run, args.metric, n=args.n, seed=args.seed, port=args.port, reviewer=args.reviewer,
                             duration_s=args.duration, design=args.design)
@@ -340,13 +340,13 @@ def cmd_review(args: argparse.Namespace) -> int:
 
 
 def cmd_schedule(args: argparse.Namespace) -> int:
-    from ragwatch.zenml.commands import scheduling
+    from ragwatch_zenml.commands import scheduling
 
     store = scheduling.ScheduleStore()
     if args.action == "add":
         if scheduling.active_orchestrator_schedulable():
             if args.pipeline == "monitor":
-                from ragwatch.zenml.commands.monitor import schedule_monitor
+                from ragwatch_zenml.commands.monitor import schedule_monitor
 
                 print(schedule_monitor(args.cron, args.config))
                 return 0
@@ -369,8 +369,8 @@ def cmd_schedule(args: argparse.Namespace) -> int:
 
 
 def cmd_watch(config: str, interval: float, once: bool) -> int:
-    from ragwatch.zenml.commands.runner import format_outcome, run_pipeline
-    from ragwatch.zenml.commands.watch import watch
+    from ragwatch_zenml.commands.runner import format_outcome, run_pipeline
+    from ragwatch_zenml.commands.watch import watch
 
     worst = 0
 
@@ -416,14 +416,14 @@ def main(argv: list[str] | None = None) -> int:
             return cmd_pipeline(name, config, getattr(args, "no_cache", False), getattr(args, "zenml_config", None),
                                 getattr(args, "estimate", False), getattr(args, "quick", False))
         if args.command == "init":
-            from ragwatch.zenml.commands.init import init_command
+            from ragwatch_zenml.commands.init import init_command
 
             return init_command(args.docs, args.labels, args.system, args.out, args.force, f"python {sys.argv[0]}"
                                 if sys.argv[0].endswith(".py") else "ragwatch")
         if args.command == "compare":
             return cmd_compare(args.runs, args.config)
         if args.command == "calibrate" and args.labels:
-            from ragwatch.zenml.commands.review import calibrate_on_labels
+            from ragwatch_zenml.commands.review import calibrate_on_labels
 
             print(calibrate_on_labels(args.run))
             return 0
@@ -434,14 +434,14 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "schedule":
             return cmd_schedule(args)
         if args.command == "monitor":
-            from ragwatch.zenml.commands.monitor import monitor_command
+            from ragwatch_zenml.commands.monitor import monitor_command
 
             code, text = monitor_command(args.config, at=args.at, window=args.window, estimate=args.estimate,
                                          no_cache=args.no_cache)
             print(text)
             return code
         if args.command == "export":
-            from ragwatch.zenml.commands.export import export_command
+            from ragwatch_zenml.commands.export import export_command
 
             code, text = export_command(args.otlp_endpoint, args.run, args.project)
             print(text)
@@ -453,7 +453,7 @@ def main(argv: list[str] | None = None) -> int:
 
             print(show_config(args.config or BUNDLED / "configs" / f"{args.pipeline}.yaml", args.pipeline))
             return 0
-        from ragwatch.zenml.commands.dashboard import run_dashboard
+        from ragwatch_zenml.commands.dashboard import run_dashboard
 
         return run_dashboard(args.port, args.duration)
     except (ConfigError, ValueError, FileNotFoundError) as exc:

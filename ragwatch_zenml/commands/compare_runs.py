@@ -18,8 +18,8 @@ from ragwatch.decision.compare import Comparison, compare_runs
 from ragwatch.decision.thresholds import GateThresholds
 from ragwatch.report.comparison import build_comparison_page
 from ragwatch.report.summary import comparison_text, verdict_line
-from ragwatch.zenml.commands import runner
-from ragwatch.zenml.readback import previous_evaluation, production_baseline, run_label, run_metrics, run_system
+from ragwatch_zenml.commands import runner
+from ragwatch_zenml.readback import previous_evaluation, production_baseline, run_label, run_metrics, run_system
 
 SYSTEMS_LABEL = "comparison of systems, not a regression"
 

@@ -15,7 +15,7 @@ from ragwatch.evalset.synthetic import Testset, generate_testset
 from ragwatch.indexing.embeddings import EmbeddingSettings, get_embedder
 from ragwatch.indexing.index import Index
 from ragwatch.llm.client import LLMClient
-from ragwatch.zenml.steps.secrets import export_api_keys
+from ragwatch_zenml.steps.secrets import export_api_keys
 
 
 @step

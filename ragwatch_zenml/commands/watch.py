@@ -21,7 +21,7 @@ from pydantic import BaseModel, Field
 
 from ragwatch.config import FullConfig, corpus_fingerprint, system_fingerprint
 from ragwatch.config_loader import load_config
-from ragwatch.zenml.commands.scheduling import state_dir
+from ragwatch_zenml.commands.scheduling import state_dir
 
 
 class WatchKey(BaseModel):

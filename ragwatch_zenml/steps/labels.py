@@ -13,7 +13,7 @@ from zenml import get_step_context, log_metadata, step
 
 from ragwatch.artifacts import MetricGroup
 from ragwatch.review import attach_labelled, labelled_summary
-from ragwatch.zenml.readback import latest_human_labels
+from ragwatch_zenml.readback import latest_human_labels
 
 
 @step(enable_cache=False)

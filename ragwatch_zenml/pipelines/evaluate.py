@@ -9,8 +9,8 @@ from ragwatch.code_version import code_version
 from ragwatch.config import FullConfig, evalset_fingerprint, index_key
 from ragwatch.evalset.job import evalset_job
 from ragwatch.evaluation import generator_settings
-from ragwatch.zenml.steps.evalset import retrieval_only_set
-from ragwatch.zenml.steps.evaluate import (
+from ragwatch_zenml.steps.evalset import retrieval_only_set
+from ragwatch_zenml.steps.evaluate import (
     collect_results,
     evaluate_retrieval_step,
     generate_answers,
@@ -18,10 +18,10 @@ from ragwatch.zenml.steps.evaluate import (
     run_e2e_tests_step,
     with_keyword_test_calls,
 )
-from ragwatch.zenml.steps.inputs import latest_eval_set_version, latest_index_version, load_eval_set, load_index
-from ragwatch.zenml.steps.labels import attach_human_labels
-from ragwatch.zenml.steps.logged import answer_without_index, not_measured
-from ragwatch.zenml.steps.track import build_report_step, track_evaluation
+from ragwatch_zenml.steps.inputs import latest_eval_set_version, latest_index_version, load_eval_set, load_index
+from ragwatch_zenml.steps.labels import attach_human_labels
+from ragwatch_zenml.steps.logged import answer_without_index, not_measured
+from ragwatch_zenml.steps.track import build_report_step, track_evaluation
 
 
 @pipeline(enable_cache=True)

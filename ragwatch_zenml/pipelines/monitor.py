@@ -6,7 +6,7 @@ from zenml import pipeline
 
 from ragwatch.code_version import code_version
 from ragwatch.monitoring.settings import MonitorConfig
-from ragwatch.zenml.steps.monitor import compare_windows_step, evaluate_window_step, read_log_step, select_windows_step
+from ragwatch_zenml.steps.monitor import compare_windows_step, evaluate_window_step, read_log_step, select_windows_step
 
 
 @pipeline(enable_cache=True)

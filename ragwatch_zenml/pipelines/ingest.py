@@ -5,7 +5,7 @@ from __future__ import annotations
 from zenml import pipeline
 
 from ragwatch.config import IngestConfig, index_key
-from ragwatch.zenml.steps.ingest import build_index, chunk_corpus, claim_index, load_corpus
+from ragwatch_zenml.steps.ingest import build_index, chunk_corpus, claim_index, load_corpus
 
 
 @pipeline(enable_cache=True)

@@ -14,9 +14,9 @@ from ragwatch.corpus.chunking import chunk_documents, chunk_spread
 from ragwatch.corpus.documents import LoadResult, load_documents
 from ragwatch.indexing.embeddings import EmbeddingSettings, get_embedder
 from ragwatch.indexing.index import BM25Settings, Index
-from ragwatch.zenml.readback import index_tag
-from ragwatch.zenml.steps.materializers import IndexMaterializer
-from ragwatch.zenml.steps.secrets import export_api_keys
+from ragwatch_zenml.readback import index_tag
+from ragwatch_zenml.steps.materializers import IndexMaterializer
+from ragwatch_zenml.steps.secrets import export_api_keys
 
 logger = logging.getLogger(__name__)
 

@@ -16,7 +16,7 @@ from typing import Any
 from zenml.enums import ExecutionStatus
 
 from ragwatch.export import RunExport, export_run, trace_links
-from ragwatch.zenml.readback import TRACK_STEP, evaluation_runs, run_metrics, run_named, run_system
+from ragwatch_zenml.readback import TRACK_STEP, evaluation_runs, run_metrics, run_named, run_system
 
 COMPARISONS_OUTPUT, EVAL_SET_INPUT = "comparisons", "eval_set"
 

@@ -6,9 +6,9 @@ from zenml import pipeline
 
 from ragwatch.config import FullConfig, index_key
 from ragwatch.evalset.job import evalset_job
-from ragwatch.zenml.steps.evalset import assemble_eval_set, claim_eval_set, generate_synthetic_set, import_labelled_sets
-from ragwatch.zenml.steps.inputs import latest_index_version, load_index
-from ragwatch.zenml.steps.logged import logged_eval_set_step
+from ragwatch_zenml.steps.evalset import assemble_eval_set, claim_eval_set, generate_synthetic_set, import_labelled_sets
+from ragwatch_zenml.steps.inputs import latest_index_version, load_index
+from ragwatch_zenml.steps.logged import logged_eval_set_step
 
 
 @pipeline(enable_cache=True)

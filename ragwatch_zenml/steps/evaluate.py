@@ -30,7 +30,7 @@ from ragwatch.indexing.embeddings import EmbeddingSettings, get_embedder
 from ragwatch.indexing.index import Index
 from ragwatch.judges import JudgesConfig
 from ragwatch.llm.types import LLMSettings
-from ragwatch.zenml.steps.secrets import export_api_keys
+from ragwatch_zenml.steps.secrets import export_api_keys
 
 
 @step

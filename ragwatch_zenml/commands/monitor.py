@@ -17,7 +17,7 @@ from ragwatch.monitoring.monitor import MonitorReport
 from ragwatch.monitoring.report import report_html, report_text
 from ragwatch.monitoring.settings import MonitorConfig
 from ragwatch.monitoring.windows import select_windows
-from ragwatch.zenml.commands.dashboard import run_location
+from ragwatch_zenml.commands.dashboard import run_location
 
 REPORT_STEP = "compare_windows_step"
 
@@ -42,7 +42,7 @@ def monitor_command(config_path: str | Path, *, at: str | None = None, window: s
         return 0, log.describe() + "\n\n" + format_estimate(planned)
     run_id = start_run()  # this run's usage records carry it: an overlapping run's calls are not counted
     started = time.time()
-    from ragwatch.zenml.pipelines.monitor import monitor
+    from ragwatch_zenml.pipelines.monitor import monitor
 
     run = monitor.with_options(enable_cache=not no_cache)(config, at, window)
     report = _load_report(run.id)
@@ -50,7 +50,7 @@ def monitor_command(config_path: str | Path, *, at: str | None = None, window: s
     recorded = read_history(since=started, run_id=run_id)
     lines += ["", format_comparison(planned, recorded) if (planned.rows or recorded) else
               "estimate vs actual (usage history of this run): 0 calls planned, 0 made (generator: 0 calls)"]
-    from ragwatch.zenml.commands.runner import REPORTS_DIR  # here: the estimate above needs no ZenML
+    from ragwatch_zenml.commands.runner import REPORTS_DIR  # here: the estimate above needs no ZenML
 
     reports = Path(config.reports_dir) if config.reports_dir else REPORTS_DIR
     reports.mkdir(parents=True, exist_ok=True)
@@ -67,7 +67,7 @@ def schedule_monitor(cron: str, config_path: str | Path) -> str:
     stack uses `python run.py schedule serve`, which runs `python run.py monitor --config FILE`)."""
     from zenml.config.schedule import Schedule
 
-    from ragwatch.zenml.pipelines.monitor import monitor
+    from ragwatch_zenml.pipelines.monitor import monitor
 
     config = load_monitor_config(config_path)
     monitor.with_options(schedule=Schedule(cron_expression=cron))(config)

@@ -6,9 +6,9 @@ from zenml import pipeline
 
 from ragwatch.checks.e2e import E2ETables
 from ragwatch.config import FullConfig
-from ragwatch.zenml.pipelines.evaluate import evaluate
-from ragwatch.zenml.pipelines.ingest import ingest
-from ragwatch.zenml.pipelines.testset import testset
+from ragwatch_zenml.pipelines.evaluate import evaluate
+from ragwatch_zenml.pipelines.ingest import ingest
+from ragwatch_zenml.pipelines.testset import testset
 
 
 @pipeline(enable_cache=True)

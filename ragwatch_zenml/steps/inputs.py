@@ -24,8 +24,8 @@ from zenml.client import Client
 
 from ragwatch.artifacts import EvalSet
 from ragwatch.indexing.index import Index
-from ragwatch.zenml.readback import EVAL_SET_ARTIFACT, INDEX_ARTIFACT, latest_eval_set, latest_index
-from ragwatch.zenml.steps.materializers import IndexMaterializer
+from ragwatch_zenml.readback import EVAL_SET_ARTIFACT, INDEX_ARTIFACT, latest_eval_set, latest_index
+from ragwatch_zenml.steps.materializers import IndexMaterializer
 
 
 def _describe(name: str, version: Any = None) -> tuple[str, dict[str, Any]]:

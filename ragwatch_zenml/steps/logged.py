@@ -12,7 +12,7 @@ from ragwatch.config import SystemUnderTest
 from ragwatch.evalset.assemble import generation_samples
 from ragwatch.evalset.logged import LogInput, logged_eval_set
 from ragwatch.evaluation import answer_questions, build_system
-from ragwatch.zenml.steps.secrets import export_api_keys
+from ragwatch_zenml.steps.secrets import export_api_keys
 
 
 @step(enable_cache=False)

@@ -21,7 +21,7 @@ from ragwatch.report.markdown import build_markdown_summary
 from ragwatch.report.page import build_html_report
 from ragwatch.report.summary import judge_models
 from ragwatch.tracking import Baseline, track, tracking_metadata
-from ragwatch.zenml.readback import (
+from ragwatch_zenml.readback import (
     PRODUCTION_RECORD,
     SystemKey,
     previous_evaluation,
@@ -29,7 +29,7 @@ from ragwatch.zenml.readback import (
     run_label,
     step_timings,
 )
-from ragwatch.zenml.steps.materializers import RunComparisonsMaterializer
+from ragwatch_zenml.steps.materializers import RunComparisonsMaterializer
 
 
 @step(enable_cache=False, output_materializers={"comparisons": RunComparisonsMaterializer})

@@ -38,7 +38,7 @@ def _interrupt(signum: int, frame: object) -> None:
 def run_dashboard(port: int = DEFAULT_PORT, duration_s: float | None = None) -> int:
     """Serve the dashboard until Ctrl-C, SIGTERM or SIGHUP (or `duration_s`), then stop the server and
     log out. Every way of stopping runs the same cleanup: a server left behind would hold the port."""
-    from ragwatch.zenml.env import skip_dashboard_survey
+    from ragwatch_zenml.env import skip_dashboard_survey
 
     skip_dashboard_survey()  # open on the runs, not on the first-run account form of a fresh store
     url = f"http://127.0.0.1:{port}"

@@ -19,7 +19,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-_PACKAGE = Path(__file__).resolve().parents[1]  # ragwatch/
+import ragwatch
+
+_PACKAGE = Path(ragwatch.__file__).resolve().parent  # the core package, which carries _bundled/ when installed
 
 
 def _checkout() -> Path | None:

@@ -35,9 +35,9 @@ from ragwatch.review import (
     remove_labels,
     replay,
 )
-from ragwatch.zenml.commands.review import find_run, model_name_of, run_items, save_labels
-from ragwatch.zenml.commands.scheduling import state_dir
-from ragwatch.zenml.readback import evaluation_runs, latest_human_labels
+from ragwatch_zenml.commands.review import find_run, model_name_of, run_items, save_labels
+from ragwatch_zenml.commands.scheduling import state_dir
+from ragwatch_zenml.readback import evaluation_runs, latest_human_labels
 
 SYNC_DELAY_S = 1.0
 RETRY_S = 10.0

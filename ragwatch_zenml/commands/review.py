@@ -35,7 +35,7 @@ from ragwatch.review import (
 from ragwatch.review.plan import DEFAULT_SECONDS_PER_LABEL, Bought, bought, plan_width
 from ragwatch.review.plan_cost import judge_unit_cost
 from ragwatch.review.plan_format import format_bought, format_plan
-from ragwatch.zenml.readback import (
+from ragwatch_zenml.readback import (
     LABELS_ARTIFACT,
     evaluation_runs,
     latest_human_labels,

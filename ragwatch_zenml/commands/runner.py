@@ -26,9 +26,9 @@ from ragwatch.preflight import preflight
 from ragwatch.rag import SystemCalls
 from ragwatch.report.summary import ReportSettings, gate_label, metrics_text, summary_text
 from ragwatch.report.verdicts import reason_lines
-from ragwatch.zenml.commands.dashboard import run_location
-from ragwatch.zenml.env import BUNDLED
-from ragwatch.zenml.readback import METRICS_OUTPUT, TRACK_STEP, step_timings
+from ragwatch_zenml.commands.dashboard import run_location
+from ragwatch_zenml.env import BUNDLED
+from ragwatch_zenml.readback import METRICS_OUTPUT, TRACK_STEP, step_timings
 
 PIPELINES = ("ingest", "testset", "evaluate", "full")
 DEFAULT_CONFIGS = {name: str(BUNDLED / "configs" / f"{name}.yaml") for name in PIPELINES}
@@ -100,10 +100,10 @@ def run_pipeline(
     `config`: the already checked configuration of `config_path` (`ragwatch.preflight`), or a
     cut-down one (`ragwatch.quick`); `tags`: the run's ZenML tags.
     """
-    from ragwatch.zenml.pipelines.evaluate import evaluate
-    from ragwatch.zenml.pipelines.full import full
-    from ragwatch.zenml.pipelines.ingest import ingest
-    from ragwatch.zenml.pipelines.testset import testset
+    from ragwatch_zenml.pipelines.evaluate import evaluate
+    from ragwatch_zenml.pipelines.full import full
+    from ragwatch_zenml.pipelines.ingest import ingest
+    from ragwatch_zenml.pipelines.testset import testset
 
     if name not in PIPELINES:
         raise ValueError(f"unknown pipeline {name!r}; choose one of {', '.join(PIPELINES)}")
@@ -150,7 +150,7 @@ def latest_inputs(config: FullConfig | None = None) -> LatestInputs | None:
     store has no index (or cannot be read)."""
     from zenml.client import Client
 
-    from ragwatch.zenml.readback import latest_eval_set, latest_index
+    from ragwatch_zenml.readback import latest_eval_set, latest_index
 
     try:
         index = latest_index(index_key(config.ingest) if config is not None else None).load()
@@ -180,7 +180,7 @@ def require_inputs(name: str, config_path: str | Path, config: FullConfig | None
     command makes a missing one, instead of a ZenML lookup error from inside the pipeline."""
     from zenml.client import Client
 
-    from ragwatch.zenml.readback import latest_eval_set, latest_eval_set_of_model
+    from ragwatch_zenml.readback import latest_eval_set, latest_eval_set_of_model
 
     needs = {"testset": ["ingest"], "evaluate": ["ingest", "testset"]}
     if config is not None and config.logs is not None:  # a log is the set; its own system needs no index
@@ -218,7 +218,7 @@ def require_matching_eval_set(config: FullConfig, config_path: str | Path) -> No
     """`evaluate` runs on the newest `eval_set` of its job (`config_job`): stop when that set was not made
     from the content of the input files this config names (`evalset_fingerprint`), instead of evaluating
     on another set. Sets of other jobs on the same store are not compared."""
-    from ragwatch.zenml.readback import latest_eval_set, latest_eval_set_of_model
+    from ragwatch_zenml.readback import latest_eval_set, latest_eval_set_of_model
 
     job, expected = config_job(config)
     version = latest_eval_set(job, expected["config"])

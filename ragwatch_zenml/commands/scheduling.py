@@ -22,7 +22,7 @@ from apscheduler.schedulers.background import BackgroundScheduler
 from apscheduler.triggers.cron import CronTrigger
 from pydantic import BaseModel
 
-from ragwatch.zenml.env import project_home
+from ragwatch_zenml.env import project_home
 
 
 def state_dir() -> Path:
@@ -98,13 +98,13 @@ def create_native_schedule(cron: str, pipeline: str, config_path: str) -> str:
     """A ZenML schedule on an orchestrator that runs schedules itself (Kubeflow, Airflow, ...)."""
     from zenml.config.schedule import Schedule
 
-    from ragwatch.zenml.commands.runner import PIPELINES
+    from ragwatch_zenml.commands.runner import PIPELINES
 
     if pipeline not in PIPELINES:
         raise ValueError(f"unknown pipeline {pipeline!r}; choose one of {', '.join(PIPELINES)}")
     if len(cron.split()) != 5:
         raise ValueError("native ZenML schedules take a 5-field cron expression")
-    from ragwatch.zenml.commands import runner
+    from ragwatch_zenml.commands import runner
 
     runner.run_pipeline(pipeline, config_path, schedule=Schedule(cron_expression=cron))
     return f"native ZenML schedule '{cron}' for {pipeline} on the active stack's orchestrator"
@@ -115,7 +115,7 @@ def run_scheduled(schedule: LocalSchedule, log_dir: Path) -> int:
     log_dir.mkdir(parents=True, exist_ok=True)
     stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
     log_path = log_dir / f"{schedule.id}-{stamp}.log"
-    command = [sys.executable, "-m", "ragwatch.zenml.cli", schedule.pipeline, "--config", schedule.config]
+    command = [sys.executable, "-m", "ragwatch_zenml.cli", schedule.pipeline, "--config", schedule.config]
     with log_path.open("w") as log:
         return subprocess.call(command, stdout=log, stderr=subprocess.STDOUT, cwd=project_home())
 
