@@ -12,26 +12,32 @@ A level "moves with the truth" when its drop is close to the readers'; the ratio
 is printed per kind and in all (1.0: moves fully; pcc shrinks it by the judge's weakness).
 
     python benchmarks/level_under_planted.py \
-        --planted data/judge_dev/rag_statements/P_statements.jsonl \
+        --planted data/judge_dev/rag_statements/more_statements.jsonl \
         --planted-features data/judge_dev/rag_statements/features_P.jsonl \
-        --key data/judge_dev/rag_statements/P_key.jsonl \
+            data/judge_dev/rag_statements/features_P2.jsonl \
+        --key data/judge_dev/rag_statements/planted_key.jsonl \
         --source-features data/judge_dev/rag_statements/features.jsonl \
-            data/judge_dev/rag_statements/features_new.jsonl \
+            data/judge_dev/rag_statements/features_new.jsonl data/judge_dev/rag_statements/features_S4.jsonl \
+            data/judge_dev/rag_statements/features_S5.jsonl \
         --out benchmarks/results/level_under_planted.md
+
+The same drops feed `benchmarks/level_estimators.py` (which estimator the level ships).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import sys
 from collections import defaultdict
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, get_args
 
 import numpy as np
 
-from ragwatch.judges.faithfulness.calibrations import fitted_calibrations
+from ragwatch.judges.faithfulness.calibrations import FaithfulnessCalibration, fitted_calibrations
 from ragwatch.judges.faithfulness.level import LEVEL_FEATURES, calibration_set, read_records, verdict_of
 from ragwatch.judges.faithfulness.support_model import feature_vector
 from ragwatch.statistics.level import Method, estimate_level
@@ -63,6 +69,89 @@ def estimator_levels(cal: Any, support_model: Any, rows: Sequence[dict[str, Any]
     return out
 
 
+FABRICATIONS = ("name_absent", "number_absent")  # a name or number no context holds
+
+
+@dataclass(frozen=True)
+class Drop:
+    """One kind of planted error: its answers, the readers' level before and after, each estimator's drop."""
+
+    kind: str
+    answers: int
+    before: float
+    after: float
+    estimators: dict[str, float]
+
+    @property
+    def readers(self) -> float:
+        return self.before - self.after
+
+    def ratio(self, name: str) -> float | None:
+        """The estimator's drop over the readers' (None when the readers saw no drop)."""
+        return self.estimators[name] / self.readers if self.readers else None
+
+
+def planted_drops(calibration: FaithfulnessCalibration, planted: Path, planted_features: Sequence[Path], key_path: Path,
+                  source_features: Sequence[Path]) -> tuple[list[Drop], int]:
+    """Per kind of planted error (then the fabrications together, then all kinds) the readers' and each
+    estimator's drop on the same answers before and after the plant; and how many planted answers had features."""
+    cal = calibration_set(read_records(calibration.level_data), calibration.support_model, None, LEVEL_FEATURES)
+    key = {r["statement_id"]: r for r in read_jsonl([key_path])}
+    planted_labels = {r["statement_id"]: r.get("label") for r in read_jsonl([planted])}
+    by_id = {r["statement_id"]: r for r in read_jsonl(planted_features)}
+    sources: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
+    for r in read_jsonl(source_features):
+        sources[(r["system"], r["item_id"])].append(r)
+
+    # planted answer -> (kind, source answer key)
+    answers: dict[str, dict[str, Any]] = {}
+    for k in key.values():
+        a = answers.setdefault(k["item_id"], {"source": (k["source_system"], k["source_item_id"]), "kind": None})
+        if k["planted"]:
+            a["kind"] = k["kind"]
+    groups: dict[str, list[str]] = defaultdict(list)
+    for item, a in answers.items():
+        if a["kind"] and a["source"] in sources and all(
+                sid in by_id for sid, k in key.items() if k["item_id"] == item):
+            groups[a["kind"]].append(item)
+            if a["kind"] in FABRICATIONS:
+                groups["fabrications"].append(item)
+            groups["all kinds"].append(item)
+    order = sorted(groups, key=lambda g: (g == "all kinds", g == "fabrications", g))
+    out = []
+    for kind in order:
+        items = groups[kind]
+        before_rows = [r for item in items for r in sources[answers[item]["source"]]]
+        before_items = [f"{r['system']}/{r['item_id']}" for r in before_rows]
+        after_rows = [by_id[sid] for item in items for sid, k in key.items() if k["item_id"] == item]
+        after_items = [key[r["statement_id"]]["item_id"] for r in after_rows]
+        truth_before = readers_level([r.get("label") or planted_labels.get(r["statement_id"]) for r in before_rows],
+                                     before_items)
+        truth_after = readers_level([planted_labels.get(r["statement_id"]) for r in after_rows], after_items)
+        lb = estimator_levels(cal, calibration.support_model, before_rows, before_items)
+        la = estimator_levels(cal, calibration.support_model, after_rows, after_items)
+        out.append(Drop(kind=kind, answers=len(items), before=truth_before, after=truth_after,
+                        estimators={m: lb[m] - la[m] for m in lb}))
+    return out, len(groups.get("all kinds", []))
+
+
+def drop_table(drops: Sequence[Drop]) -> list[str]:
+    names = (*METHODS, "verdict share")
+    lines = ["| kind | answers | readers: before -> after (drop) | " + " | ".join(
+        f"{m}: drop (ratio)" for m in names) + " |", "|---|---|---|" + "---|" * len(names)]
+    for d in drops:
+        cells = [f"{d.estimators[m]:.3f}" + ("" if d.ratio(m) is None else f" ({d.ratio(m):.2f})") for m in names]
+        label = f"fabrications ({' + '.join(FABRICATIONS)})" if d.kind == "fabrications" else d.kind
+        lines.append(f"| {label} | {d.answers} | {d.before:.3f} -> {d.after:.3f} ({d.readers:.3f}) | "
+                     + " | ".join(cells) + " |")
+    return lines
+
+
+def shipped_level_calibration() -> FaithfulnessCalibration:
+    """The shipped calibration that carries labelled statements (what the level is fitted on)."""
+    return next(c for c in fitted_calibrations() if c.level_data)
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--planted", type=Path, required=True,
@@ -75,53 +164,15 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args(argv)
 
-    calibration = next(c for c in fitted_calibrations() if c.level_data)
-    cal = calibration_set(read_records(calibration.level_data), calibration.support_model, None, LEVEL_FEATURES)
-    key = {r["statement_id"]: r for r in read_jsonl([args.key])}
-    planted_labels = {r["statement_id"]: r.get("label") for r in read_jsonl([args.planted])}
-    planted_features = {r["statement_id"]: r for r in read_jsonl(args.planted_features)}
-    sources: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
-    for r in read_jsonl(args.source_features):
-        sources[(r["system"], r["item_id"])].append(r)
-
-    # planted answer -> (kind, source answer key)
-    answers: dict[str, dict[str, Any]] = {}
-    for k in key.values():
-        a = answers.setdefault(k["item_id"], {"source": (k["source_system"], k["source_item_id"]), "kind": None})
-        if k["planted"]:
-            a["kind"] = k["kind"]
-    groups: dict[str, list[str]] = defaultdict(list)
-    for item, a in answers.items():
-        if a["kind"] and a["source"] in sources and all(
-                sid in planted_features for sid, k in key.items() if k["item_id"] == item):
-            groups[a["kind"]].append(item)
-            groups["all kinds"].append(item)
-
+    calibration = shipped_level_calibration()
+    drops, n = planted_drops(calibration, args.planted, args.planted_features, args.key, args.source_features)
     lines = [f"Level under planted errors: shipped calibration {calibration.model} / {calibration.prompt_version} / "
-             f"{calibration.features_version}; {len(groups.get('all kinds', []))} planted answers with features", "",
-             "| kind | answers | readers: before -> after (drop) | " + " | ".join(
-                 f"{m}: drop (ratio)" for m in (*METHODS, "verdict share")) + " |",
-             "|---|---|---|" + "---|" * (len(METHODS) + 1)]
-    for kind, items in sorted(groups.items(), key=lambda kv: (kv[0] == "all kinds", kv[0])):
-        before_rows = [r for item in items for r in sources[answers[item]["source"]]]
-        before_items = [f"{r['system']}/{r['item_id']}" for r in before_rows]
-        after_rows = [planted_features[sid] for item in items for sid, k in key.items() if k["item_id"] == item]
-        after_items = [key[r["statement_id"]]["item_id"] for r in after_rows]
-        truth_before = readers_level([r.get("label") or planted_labels.get(r["statement_id"]) for r in before_rows],
-                                     before_items)
-        truth_after = readers_level([planted_labels.get(r["statement_id"]) for r in after_rows], after_items)
-        drop = truth_before - truth_after
-        lb = estimator_levels(cal, calibration.support_model, before_rows, before_items)
-        la = estimator_levels(cal, calibration.support_model, after_rows, after_items)
-        cells = [f"{lb[m] - la[m]:.3f} ({(lb[m] - la[m]) / drop:.2f})" if drop else f"{lb[m] - la[m]:.3f}"
-                 for m in (*METHODS, "verdict share")]
-        lines.append(f"| {kind} | {len(items)} | {truth_before:.3f} -> {truth_after:.3f} ({drop:.3f}) | "
-                     + " | ".join(cells) + " |")
+             f"{calibration.features_version}; {n} planted answers with features", "", *drop_table(drops)]
     text = "\n".join(lines)
     print(text)
     if args.out:
-        args.out.write_text("    python benchmarks/level_under_planted.py " + " ".join(argv or []) + "\n\n"
-                            + text + "\n")
+        command = " ".join(sys.argv[1:] if argv is None else argv)
+        args.out.write_text(f"    python benchmarks/level_under_planted.py {command}\n\n{text}\n")
 
 
 if __name__ == "__main__":
