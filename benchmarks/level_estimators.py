@@ -183,6 +183,20 @@ def leave_one_out(calibration: FaithfulnessCalibration, records: list[dict[str, 
     return sc
 
 
+def transfers(calibration: FaithfulnessCalibration, records: list[dict[str, Any]], resamples: int) -> list[str]:
+    """The between-system term per method: what a run of an unseen system carries with the shipped data, and
+    what leaving each of all the labelled systems out would give (the shipped support model's verdicts)."""
+    shipped = calibration_set(read_records(calibration.level_data), calibration.support_model, None, LEVEL_FEATURES)
+    every = calibration_set(records, calibration.support_model, None, LEVEL_FEATURES)
+    lines = ["| method | shipped data: sd (df) | its left-out errors | all systems: sd (df) | their left-out errors |",
+             "|---|---|---|---|---|"]
+    for m in METHODS:
+        a, b = (system_transfer(c, method=m, resamples=resamples) for c in (shipped, every))
+        lines.append(f"| {m} | {a.sd:.3f} ({a.df}) | {', '.join(f'{s} {e:+.3f}' for s, e in a.errors.items())} | "
+                     f"{b.sd:.3f} ({b.df}) | {', '.join(f'{s} {e:+.3f}' for s, e in b.errors.items())} |")
+    return lines
+
+
 def decide(first: Scenario, second: Scenario, drops: Sequence[Drop]) -> tuple[str, list[str]]:
     """The rule applied: the winner and one line per candidate saying which clause it fails."""
     by_kind = {d.kind: d for d in drops}
@@ -247,7 +261,9 @@ def main(argv: list[str] | None = None) -> int:
              "### The rule", "", RULE, "",
              first.table(), second.table(),
              f"### 3. Drop under planted errors (shipped calibration; {n_planted} planted answers)", "",
-             *drop_table(drops), "", "### 4. The rule applied", "", *decision]
+             *drop_table(drops), "", "### 4. The rule applied", "", *decision, "",
+             "### 5. The between-system term (leave one system out; sd floored at zero when the errors are within "
+             "their sampling noise)", "", *transfers(calibration, records, args.transfer_resamples)]
     text = "\n".join(line if isinstance(line, str) else "\n".join(line) for line in lines)
     print(text)
     if args.out:
