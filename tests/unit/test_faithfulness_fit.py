@@ -104,3 +104,16 @@ def test_every_cutoff_rule_splits_the_scores(rule):
         assert sum(s < cut for s in scores) <= labels.count(False)
     with pytest.raises(ValueError, match="unknown cut-off rule"):
         fit.cutoff_by("median", scores, labels)
+
+
+def test_leave_one_system_out_chooses_among_the_given_candidates_and_keeps_each_model():
+    records = fit.read_labelled_rows(fit.merge(rows(), [])[0])
+    only = [fit.Candidate(("lexical",), True)]
+    held = fit.leave_one_system_out(records, None, fit.SHIPPED_RULE, only)
+    assert sorted(held.models) == ["S0", "S1", "S2"]
+    assert all(tuple(m.weights) == ("lexical",) for m in held.models.values())
+    assert held.chosen == [f"S{k}: lexical, balanced" for k in range(3)]
+    for system, model in held.models.items():  # each system scored by the model that never saw it
+        mine = [r for r in records if r["system"] == system]
+        index = [i for i, r in enumerate(records) if r["system"] == system]
+        assert list(held.verdicts[index]) == list(fit.verdicts(model, mine))

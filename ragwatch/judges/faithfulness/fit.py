@@ -28,7 +28,7 @@ import random
 import sys
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from importlib import resources
 from pathlib import Path
@@ -193,9 +193,10 @@ def kappa_point(records: Sequence[dict[str, Any]], predicted: np.ndarray) -> flo
     return float(kappa.values[0]) if kappa.defined[0] else -np.inf
 
 
-def choose(records: list[dict[str, Any]], rule: str = "balanced_accuracy") -> Candidate:
-    """The candidate with the best kappa cross-fitted by answer on `records` (seed 0)."""
-    return max(CANDIDATES, key=lambda c: kappa_point(records, cross_fitted(records, c, rule=rule)))
+def choose(records: list[dict[str, Any]], rule: str = "balanced_accuracy",
+           candidates: Sequence[Candidate] = CANDIDATES) -> Candidate:
+    """The candidate (of `candidates`) with the best kappa cross-fitted by answer on `records` (seed 0)."""
+    return max(candidates, key=lambda c: kappa_point(records, cross_fitted(records, c, rule=rule)))
 
 
 @dataclass(frozen=True)
@@ -206,23 +207,25 @@ class HeldOut:
     verdicts: np.ndarray
     scores: np.ndarray
     chosen: list[str]
+    models: dict[str, SupportModel] = field(default_factory=dict)  # the model that scored each left-out system
 
 
 def leave_one_system_out(records: list[dict[str, Any]], candidate: Candidate | None,
-                         rule: str = "balanced_accuracy") -> HeldOut:
+                         rule: str = "balanced_accuracy", candidates: Sequence[Candidate] = CANDIDATES) -> HeldOut:
     """Every statement scored by a model fitted (its cut-off by `rule`) on the other systems' statements
-    only. `None`: the candidate is chosen on the fitting systems too (best cross-fitted kappa there), so the
-    choice among candidates is held out as well."""
+    only. `None`: the candidate is chosen among `candidates` on the fitting systems too (best cross-fitted
+    kappa there), so the choice among candidates is held out as well."""
     out, scores, chosen = np.zeros(len(records), dtype=bool), np.zeros(len(records)), []
+    models: dict[str, SupportModel] = {}
     for system in sorted({r["system"] for r in records}):
         test = [i for i, r in enumerate(records) if r["system"] == system]
         train = [r for r in records if r["system"] != system]
-        cand = candidate or choose(train, rule)
-        model = fit_verdict_model(train, cand, rule)
+        cand = candidate or choose(train, rule, candidates)
+        model = models[system] = fit_verdict_model(train, cand, rule)
         out[test] = verdicts(model, [records[i] for i in test])
         scores[test] = support_scores(model, [records[i] for i in test])
         chosen.append(f"{system}: {cand.name}")
-    return HeldOut(out, scores, chosen)
+    return HeldOut(out, scores, chosen, models)
 
 
 def replicate_counts(y: np.ndarray, predicted: Sequence[np.ndarray], answers: Sequence[str], resamples: int,
