@@ -2,7 +2,7 @@
 
 A judge reads every unit of a run (statements of answers); a calibration set of units with reference
 labels says how the judge's features map to the truth. The level is the mean over the run's items of
-the item's expected positive share, estimated one of four ways (the quantification literature's names;
+the item's expected positive share, estimated one of five ways (the quantification literature's names;
 Forman 2008, Bella et al. 2010, Saerens et al. 2002):
 
 - `pcc` (probabilistic classify and count): the mean of calibrated P(positive), from a logistic model

@@ -178,7 +178,7 @@ def test_the_interval_covers_what_the_readers_find_where_the_runs_prevalence_dif
                                                                                       mechanism: str) -> None:
     """200 simulated runs of 40 answers, half at a much lower and half at a much higher prevalence than
     the calibration set's (45 answers); the target is what the readers find on the run's own answers
-    (the mean item share of its labels), the claim is 95%. `blend` is shipped: it must cover whichever
+    (the mean item share of its labels), the claim is 95%. `blend` must cover whichever
     way the prevalence moved; `pcc` covers only where P(supported | features) stays put."""
     draw, cal_setting, run_settings = MECHANISMS[mechanism]
     rng = np.random.default_rng(11)
@@ -198,7 +198,7 @@ def test_the_interval_covers_what_the_readers_find_where_the_runs_prevalence_dif
 
 
 def test_pcc_alone_misses_a_label_shift() -> None:
-    """Why `blend` and not `pcc` is shipped: where only the share of supported statements moved, pcc
+    """pcc's known weakness (why `blend` was a candidate): where only the share of supported statements moved, pcc
     shrinks the run toward the calibration level and its interval misses."""
     draw, cal_setting, (low, _high) = MECHANISMS["label shift"]
     rng = np.random.default_rng(3)

@@ -1,22 +1,19 @@
 """Faithfulness at the level careful readers would find, not the share of "supported" verdicts.
 
 A verdict share counts every statement the verifier calls supported as wholly supported and every other
-as wholly not; with a verifier of balanced accuracy ~0.75 it lands far from what readers find (0.656
-against 0.46 on the default's held-out answers). The level is the mean over items of the item's
-expected supported share, from the run's per-statement features (the judge's P(yes), lexical support,
-the rules' veto)
-and the calibration data shipped with the judge model and prompt version (`calibration_data/` of this
-package, named by `ragwatch.judges.faithfulness.calibrations`): statements of RAG answers with reference labels
-and the same features. The estimator (`LEVEL_METHOD`) and the features
-(`LEVEL_FEATURES`) were chosen by `benchmarks/faithfulness_level.py` (cross-fitted by answer, at the
-data's prevalence and resampled to 20% and 80% supported, and fitted on one system, measured on
-another); the statistics are
-`ragwatch.statistics.level`. The 95% interval is for what careful readers would find on answers like
-the run's: it resamples the run's items, refits the model on the calibration data resampled by answer,
-and draws the readers' labels around the calibrated P(supported); for a system the calibration data
-does not hold (`system` not among its systems), it adds the between-system bias measured by leaving
-each labelled system out in turn. The verdict share stays in the details (`verdict_share`), named as
-what it is.
+as wholly not; with a verifier of moderate accuracy it lands far from what readers find. The level is the
+mean over items of the item's expected supported share, from the run's per-statement features (the judge's
+P(yes), lexical support, the rules' veto) and the calibration data shipped with the judge model and prompt
+version (`calibration_data/` of this package, named by `ragwatch.judges.faithfulness.calibrations`):
+statements of RAG answers with reference labels and the same features. The estimator (`LEVEL_METHOD`) and
+the features (`LEVEL_FEATURES`) were chosen by `benchmarks/faithfulness_level.py` (cross-fitted by answer,
+at the data's prevalence and resampled to 20% and 80% supported, and fitted on one system, measured on
+another) and `benchmarks/level_estimators.py` (systems the calibration never saw, planted errors); the
+statistics are `ragwatch.statistics.level`. The 95% interval is for what careful readers would find on
+answers like the run's: it resamples the run's items, refits the model on the calibration data resampled by
+answer, and draws the readers' labels around the calibrated P(supported); for a system the calibration data
+does not hold (`system` not among its systems), it adds the between-system bias measured by leaving each
+labelled system out in turn. The verdict share stays in the details (`verdict_share`), named as what it is.
 
 Example:
     >>> calibration = faithfulness_calibration("local/qwen2.5-coder-1.5b-instruct", PROMPT_VERSION)  # doctest: +SKIP
@@ -50,16 +47,19 @@ from ragwatch.statistics.level import (
     system_transfer,
 )
 
-# pcc (the mean of calibrated P(supported)), re-decided on 300 statements of three systems
-# (benchmarks/results/faithfulness_level.md, by the rule set before the rerun: keep blend only if its error
-# on unseen systems and per system is at or below pcc's). Fitted on two systems, measured on the third:
-# |error| pcc 0.060 vs blend 0.065 (RMSE); cross-fitted by answer RMSE 0.081 vs 0.091, per system S0 0.192 vs
-# 0.213, S1 0.101 vs 0.092, S2 0.116 vs 0.140; every interval covered. Where pcc loses is a run whose
-# prevalence moved with its answers looking the same (the held-out parts resampled to 20% / 80% supported:
-# RMSE 0.237 / 0.222 vs blend's 0.162 / 0.163, and pcc's interval covers 0.14 / 0.26): the real systems above
-# moved their features with their prevalence, which is pcc's assumption. pcc also keeps the headline the
-# mean of the items' values that `compare` differences (`calibrated_share`), so a paired difference is a
-# difference of headlines. Rerun: scripts/refit_faithfulness_calibration.py.
+# pcc (the mean of calibrated P(supported)), re-decided on 800 statements of eight systems and two corpora by
+# a rule fixed before the figures (benchmarks/level_estimators.py, benchmarks/results/level_estimators_800.md):
+# a replacement must fall by at least half of the readers' drop under planted fabrications, miss the readers by
+# no more than pcc (plus a margin) on systems the calibration never saw and leaving each system out, and its
+# intervals must cover there. None passes. The corrections that follow fabrications (acc, pacc, em) undo
+# pcc's shrinkage toward the calibration level, but on a new system they multiply the features' own error as
+# readily, and land further from the readers than pcc; blend is as close as pcc but its intervals miss on
+# systems unlike the calibration's (as pcc's do: the between-system term measured on three systems of one
+# corpus is too small for another corpus). So the level shrinks real changes (it moves with the features, not
+# with the truth) and the gate leans on its paired difference's interval, not on the size of the drop. pcc
+# also keeps each item's value in [0, 1] and the headline their mean (`calibrated_share`), so a paired
+# difference is a difference of headlines with no correction's scale to carry. Rerun: the command in the
+# results file.
 LEVEL_METHOD: Method = "pcc"
 # The judge's P(yes) stays in the level although dropping it changes no level figure (benchmarks/
 # faithfulness_level.py --features lexical vetoed, 2026-11-26, faithfulness-v5: held-out log loss 0.527 -> 0.525,
