@@ -210,14 +210,17 @@ def level_method_text(level: LevelEstimate) -> str:
             "pacc": "mean P(supported) corrected by its class means",
             "blend": "mean of calibrated P(supported) and of its class-means correction",
             "em": "calibrated P(supported) adjusted to the run's prevalence"}[level.method]
-    systems = ", ".join(level.calibration_systems) or "one unnamed system"
+    systems = (f"systems {', '.join(level.calibration_systems)}" if level.calibration_systems
+               else "one unnamed system")
     transfer = ("" if level.transfer is None else
                 "; not one of the calibration's systems: [0, 1], the transfer to another system is not measured"
                 if level.transfer.sd == float("inf") else
                 f"; not one of the calibration's systems: plus a between-system bias of sd {level.transfer.sd:.3f} "
-                f"(t, {level.transfer.df} df; left out one system at a time, a rough estimate)")
+                f"(t, {level.transfer.df} df; left out one system at a time, a rough estimate"
+                + (": the labelled systems' errors are within their sampling noise, so on a system unlike them "
+                   "(another corpus or generator) the interval is too narrow)" if level.transfer.sd == 0 else ")"))
     return (f"level: {name} per item; 95% interval of what careful readers would find on answers like these: "
             f"{level.resamples} bootstrap replicates, each resampling the run's {level.n_items} items, refitting "
             f"the support model on the {level.n_calibration} labelled statements ({level.n_calibration_groups} "
-            f"answers of systems {systems}) resampled by answer, and drawing the readers' labels around "
+            f"answers of {systems}) resampled by answer, and drawing the readers' labels around "
             f"the calibrated P(supported){transfer}")
