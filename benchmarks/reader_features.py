@@ -248,6 +248,9 @@ def load(data: Path) -> tuple[list[dict[str, Any]], Counter]:
 
 
 _REWORDED: dict[tuple[str, str], dict[str, Any]] = {}
+# More features a reworded record recomputes (`semantic_support.py` adds the embedding features): each takes the
+# record and the reworded text and returns the features to update
+REWORDED_EXTRAS: list[Callable[[dict[str, Any], str], dict[str, float]]] = []
 
 
 def reworded(record: dict[str, Any], text: str) -> dict[str, Any]:
@@ -261,7 +264,9 @@ def reworded(record: dict[str, Any], text: str) -> dict[str, Any]:
 def _reworded(record: dict[str, Any], text: str) -> dict[str, Any]:
     f = statement_features(text, record["contexts"]).model_dump()
     f.update({k: record.get(k) for k in ("p_judge", "uncited", "missing_terms")})
-    return {**record, **f, **reader_features(text, record["question"], record["contexts"]), "statement": text}
+    extra = {k: v for add in REWORDED_EXTRAS for k, v in add(record, text).items()}
+    return {**record, **f, **reader_features(text, record["question"], record["contexts"]), **extra,
+            "statement": text}
 
 
 def reword(pairs: Sequence[tuple[str, str]], text: str) -> str:
@@ -461,6 +466,83 @@ def fitting_data(records: list[dict[str, Any]], candidates: Sequence[Candidate])
     ]
 
 
+SINGLE_HEADER = ("| inputs | alone: ROC AUC | by system: kappa [95%] | balanced accuracy [95%] | ROC AUC | "
+                 "difference: kappa [95%] | balanced accuracy [95%] | by corpus: kappa [95%] | balanced accuracy "
+                 "[95%] | ROC AUC | difference: kappa [95%] | balanced accuracy [95%] | restyle: mean dP / turned "
+                 "| second list: mean dP / turned |")
+FAMILY_HEADER = ["| family | held out by | kappa [95%] | balanced accuracy [95%] | ROC AUC | difference to v2: kappa "
+                 "[95%] | balanced accuracy [95%] | restyle: mean dP / turned | second list: mean dP / turned |",
+                 "|---|---|---|---|---|---|---|---|---|"]
+
+
+def single_feature_rows(records: list[dict[str, Any]], names: Sequence[str]) -> list[str]:
+    """Section 2's table: the fullest shipped set, then each of `names` added to it (a fixed candidate)."""
+    y = [r["label"] for r in records]
+    base = Candidate(ALL_V2, True)
+    base_held = {by: held_out(records, by, base) for by in ("system", "corpus")}
+    lines = [SINGLE_HEADER, "|" + "---|" * (SINGLE_HEADER.count("|") - 1)]
+    for name in (None, *names):
+        cand = base if name is None else Candidate((*ALL_V2, name), True)
+        held = base_held if name is None else {by: held_out(records, by, cand) for by in ("system", "corpus")}
+        alone = roc_auc(y, [float(r["lexical" if name is None else name]) for r in records])
+        cells = [f"{alone:.3f}"]
+        for by in ("system", "corpus"):
+            g = grouped(records, by)
+            cells += [agreement_cells(g, held[by].verdicts, held[by].scores),
+                      difference_cells(g, base_held[by].verdicts, held[by].verdicts)]
+        cells.append(invariance_cells(invariance(records, held["system"], "system")))
+        lines.append(f"| {'judge+lexical+all' if name is None else '+ ' + name} | " + " | ".join(cells) + " |")
+    return lines
+
+
+def family_rows(records: list[dict[str, Any]], families: dict[str, list[Candidate]],
+                shipped: dict[str, HeldOut]) -> tuple[list[str], dict[str, dict[str, Any]]]:
+    """Section 4's table rows: each family held out by system and by corpus (its input choice held out too)
+    against the shipped family's verdicts `shipped`; and each family's figures for the rule."""
+    lines: list[str] = []
+    outcome: dict[str, dict[str, Any]] = {}
+    for name, candidates in families.items():
+        held = shipped if name.startswith("v2") else {by: held_out(records, by, None, candidates)
+                                                      for by in ("system", "corpus")}
+        inv = invariance(records, held["system"], "system")
+        result: dict[str, Any] = {"inv": inv, "held": held}
+        for by in ("system", "corpus"):
+            g = grouped(records, by)
+            counts, _ = replicate_counts(np.array([r["label"] for r in g]), [held[by].verdicts],
+                                         [r["answer_id"] for r in g], 0, 0)
+            result[by] = (float(kappa_of(counts[0]).values[0]), float(balanced_accuracy_of(counts[0]).values[0]))
+            lines.append(f"| {name} | {by} | {agreement_cells(g, held[by].verdicts, held[by].scores)} | "
+                         f"{difference_cells(g, shipped[by].verdicts, held[by].verdicts)} | "
+                         f"{invariance_cells(inv) if by == 'system' else '-'} |")
+        outcome[name] = result
+    return lines, outcome
+
+
+def rule_rows(records: list[dict[str, Any]], outcome: dict[str, dict[str, Any]]) -> tuple[list[str], str, bool]:
+    """The rule of section 3 applied to `outcome` (which holds "v2 (shipped)"): its table, the winner, whether
+    any family passed."""
+    v2 = outcome["v2 (shipped)"]
+    caught, fired = veto_precision(records)
+    caught_02, fired_02 = veto_precision([r for r in records if r["system"] in FITTED_ON])
+    passing = []
+    lines = ["| family | by system: kappa, balanced accuracy >= v2 | by corpus: >= v2 | moves less under "
+             "both rewordings | veto precision (the same for every family) | passes |",
+             "|---|---|---|---|---|---|"]
+    for name, result in outcome.items():
+        if name == "v2 (shipped)":
+            continue
+        by_sys = all(a >= b - 1e-12 for a, b in zip(result["system"], v2["system"], strict=True))
+        by_corp = all(a >= b - 1e-12 for a, b in zip(result["corpus"], v2["corpus"], strict=True))
+        steadier = all(abs(result["inv"][k][0]) < abs(v2["inv"][k][0]) for k in REWORDINGS)
+        ok = by_sys and by_corp and steadier and caught_02 / fired_02 >= 0.9
+        passing += [name] if ok else []
+        lines.append(f"| {name} | {'yes' if by_sys else 'no'} | {'yes' if by_corp else 'no'} | "
+                     f"{'yes' if steadier else 'no'} | S0-S2 {caught_02}/{fired_02}, all {caught}/{fired} | "
+                     f"{'**yes**' if ok else 'no'} |")
+    winner = max(passing, key=lambda n: outcome[n]["system"][0]) if passing else "v2 (shipped)"
+    return lines, winner, bool(passing)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, default=DATA, help="the labelled statements' folder")
@@ -481,72 +563,18 @@ def main(argv: list[str] | None = None) -> int:
                   "the feature (same statements, same resampled answers); pooled ROC AUC of the feature alone; "
                   "the mean change of P(supported) of the readers' supported statements / the verdicts turned "
                   "unsupported under each rewording (held out by system).", ""]
-        y = [r["label"] for r in records]
-        base = Candidate(ALL_V2, True)
-        base_held = {by: held_out(records, by, base) for by in ("system", "corpus")}
-        header = ("| inputs | alone: ROC AUC | by system: kappa [95%] | balanced accuracy [95%] | ROC AUC | "
-                  "difference: kappa [95%] | balanced accuracy [95%] | by corpus: kappa [95%] | balanced accuracy "
-                  "[95%] | ROC AUC | difference: kappa [95%] | balanced accuracy [95%] | restyle: mean dP / turned "
-                  "| second list: mean dP / turned |")
-        lines += [header, "|" + "---|" * (header.count("|") - 1)]
-        for name in (None, *CANDIDATE_NAMES):
-            cand = base if name is None else Candidate((*ALL_V2, name), True)
-            held = base_held if name is None else {by: held_out(records, by, cand) for by in ("system", "corpus")}
-            alone = roc_auc(y, [float(r["lexical" if name is None else name]) for r in records])
-            cells = [f"{alone:.3f}"]
-            for by in ("system", "corpus"):
-                g = grouped(records, by)
-                cells += [agreement_cells(g, held[by].verdicts, held[by].scores),
-                          difference_cells(g, base_held[by].verdicts, held[by].verdicts)]
-            cells.append(invariance_cells(invariance(records, held["system"], "system")))
-            lines.append(f"| {'judge+lexical+all' if name is None else '+ ' + name} | " + " | ".join(cells) + " |")
+        lines += single_feature_rows(records, CANDIDATE_NAMES)
         lines += ["", "## 3. The decision rule", "", RULE, "", "## 4. Feature families, the input choice held out "
-                  "too", "",
-                  "| family | held out by | kappa [95%] | balanced accuracy [95%] | ROC AUC | difference to v2: kappa "
-                  "[95%] | balanced accuracy [95%] | restyle: mean dP / turned | second list: mean dP / turned |",
-                  "|---|---|---|---|---|---|---|---|---|"]
-        outcome: dict[str, dict[str, Any]] = {}
-        for name, candidates in FAMILIES.items():
-            held = shipped if name.startswith("v2") else {by: held_out(records, by, None, candidates)
-                                                          for by in ("system", "corpus")}
-            inv = invariance(records, held["system"], "system")
-            result: dict[str, Any] = {"inv": inv, "held": held}
-            for by in ("system", "corpus"):
-                g = grouped(records, by)
-                counts, _ = replicate_counts(np.array([r["label"] for r in g]), [held[by].verdicts],
-                                             [r["answer_id"] for r in g], 0, 0)
-                result[by] = (float(kappa_of(counts[0]).values[0]), float(balanced_accuracy_of(counts[0]).values[0]))
-                lines.append(f"| {name} | {by} | {agreement_cells(g, held[by].verdicts, held[by].scores)} | "
-                             f"{difference_cells(g, shipped[by].verdicts, held[by].verdicts)} | "
-                             f"{invariance_cells(inv) if by == 'system' else '-'} |")
-            outcome[name] = result
+                  "too", "", *FAMILY_HEADER]
+        rows, outcome = family_rows(records, FAMILIES, shipped)
+        lines += rows
         lines += ["", "Inputs chosen per left-out system: " + "; ".join(
             f"{name}: {', '.join(r['held']['system'].chosen)}" for name, r in outcome.items()), ""]
-        v2 = outcome["v2 (shipped)"]
-        caught, fired = veto_precision(records)
-        caught_02, fired_02 = veto_precision([r for r in records if r["system"] in FITTED_ON])
-        passing = []
-        lines += ["| family | by system: kappa, balanced accuracy >= v2 | by corpus: >= v2 | moves less under "
-                  "both rewordings | veto precision (the same for every family) | passes |",
-                  "|---|---|---|---|---|---|"]
-        for name, result in outcome.items():
-            if name == "v2 (shipped)":
-                continue
-            by_sys = all(a >= b - 1e-12 for a, b in zip(result["system"], v2["system"], strict=True))
-            by_corp = all(a >= b - 1e-12 for a, b in zip(result["corpus"], v2["corpus"], strict=True))
-            steadier = all(abs(result["inv"][k][0]) < abs(v2["inv"][k][0]) for k in REWORDINGS)
-            ok = by_sys and by_corp and steadier and caught_02 / fired_02 >= 0.9
-            passing += [name] if ok else []
-            lines.append(f"| {name} | {'yes' if by_sys else 'no'} | {'yes' if by_corp else 'no'} | "
-                         f"{'yes' if steadier else 'no'} | S0-S2 {caught_02}/{fired_02}, all {caught}/{fired} | "
-                         f"{'**yes**' if ok else 'no'} |")
-        winner = max(passing, key=lambda n: outcome[n]["system"][0]) if passing else "v2 (shipped)"
-        lines += ["", f"Outcome of the rule: **{winner}**"
-                  + ("" if passing else " (no family passes: v2 stays)") + ".", ""]
+        rows, winner, passed = rule_rows(records, outcome)
+        lines += [*rows, "", f"Outcome of the rule: **{winner}**"
+                  + ("" if passed else " (no family passes: v2 stays)") + ".", ""]
         lines += ["Defined after that outcome was seen (not eligible under the rule; a hypothesis for new data):", "",
-                  "| family | held out by | kappa [95%] | balanced accuracy [95%] | ROC AUC | difference to v2: kappa "
-                  "[95%] | balanced accuracy [95%] | restyle: mean dP / turned | second list: mean dP / turned |",
-                  "|---|---|---|---|---|---|---|---|---|"]
+                  *FAMILY_HEADER]
         for name, candidates in POST_HOC.items():
             held = {by: held_out(records, by, None, candidates) for by in ("system", "corpus")}
             inv = invariance(records, held["system"], "system")
