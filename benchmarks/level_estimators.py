@@ -4,17 +4,22 @@ Every estimator of `ragwatch.statistics.level` (pcc, acc, pacc, em, blend) and t
 labelled statements of all systems (`ragwatch.judges.faithfulness.fit.merge` of the feature rows and the
 readers' labels):
 
-1. the shipped calibration (its labelled statements and support model, as a run uses them) on each
-   system it does not hold: the level against the readers' mean item faithfulness of that system's
-   answers, and the run's own 95% interval (`estimate_level` with the between-system term
-   `system_transfer` of the shipped data, as `statement_level` gives a run of an unseen system);
+1. a level calibrated on the support model's fit data only (S0-S2: what the level shipped before it had data
+   of its own) on each system that data does not hold: the level against the readers' mean item
+   faithfulness of that system's answers, and the 95% interval a run of an unseen system got from it
+   (`estimate_level` with the between-system term `system_transfer` of that data);
    the verdict share's interval is the one the product prints beside it (`mean_interval` of the item
    verdict shares);
 2. leave one system out over all systems: the calibration set and the verdicts' support model (the
    shipped model's inputs, class-balanced, the shipped cut-off rule) fitted on the others, the interval
    with the between-system term measured on the others;
 3. the drop under planted errors by kind (`benchmarks/level_under_planted.py`, shipped calibration);
-4. the decision by `RULE` (written down before the figures were first computed), applied to the figures.
+4. the decision by `RULE` (written down before the figures were first computed), applied to the figures;
+5. the between-system term an unseen system's interval carries, measured on the fit data and on all systems;
+6. the shipped level (its own data: every labelled system) on each system's statements, as a run of that
+   system gets it (`own_system_level`, no between-system term; in sample) and as a run of a system it
+   never saw gets it (the pooled fit and the term): the interval's width there and whether it covers;
+7. a run of one of the level data's systems out of sample: each half of its answers levelled on the rest.
 
     python benchmarks/level_estimators.py \
         --features data/judge_dev/rag_statements/features.jsonl data/judge_dev/rag_statements/features_new.jsonl \
@@ -47,7 +52,14 @@ from ragwatch.judges.faithfulness.fit import (
     read_jsonl,
     read_labelled_rows,
 )
-from ragwatch.judges.faithfulness.level import LEVEL_FEATURES, calibration_set, read_records, verdict_of
+from ragwatch.judges.faithfulness.level import (
+    LEVEL_FEATURES,
+    calibration_set,
+    own_system_level,
+    read_records,
+    statement_level,
+    verdict_of,
+)
 from ragwatch.judges.faithfulness.support_model import SupportModel, feature_vector
 from ragwatch.statistics.intervals import mean_interval
 from ragwatch.statistics.level import METHODS, CalibrationSet, estimate_level, item_weights, system_transfer
@@ -150,10 +162,11 @@ def measure(cal: CalibrationSet, support: SupportModel, rows: Sequence[dict[str,
 
 def unseen(calibration: FaithfulnessCalibration, records: list[dict[str, Any]], *, resamples: int,
            transfer_resamples: int) -> Scenario:
-    cal = calibration_set(read_records(calibration.level_data), calibration.support_model, None, LEVEL_FEATURES)
+    cal = calibration_set(read_records(calibration.support_data), calibration.support_model, None, LEVEL_FEATURES)
     known = set(cal.system_names())
-    sc = Scenario(f"1. The shipped calibration ({calibration.model} / {calibration.prompt_version} / "
-                  f"{calibration.features_version}, systems {', '.join(sorted(known))}) on each system it never saw")
+    sc = Scenario(f"1. A level calibrated on the shipped support model's data ({calibration.model} / "
+                  f"{calibration.prompt_version} / {calibration.features_version}, systems {', '.join(sorted(known))}) "
+                  "on each system it never saw")
     for k, system in enumerate(sorted({r["system"] for r in records} - known)):
         rows = [r for r in records if r["system"] == system]
         sc.truth[system] = truth_of(rows)
@@ -186,14 +199,79 @@ def leave_one_out(calibration: FaithfulnessCalibration, records: list[dict[str, 
 def transfers(calibration: FaithfulnessCalibration, records: list[dict[str, Any]], resamples: int) -> list[str]:
     """The between-system term per method: what a run of an unseen system carries with the shipped data, and
     what leaving each of all the labelled systems out would give (the shipped support model's verdicts)."""
-    shipped = calibration_set(read_records(calibration.level_data), calibration.support_model, None, LEVEL_FEATURES)
+    shipped = calibration_set(read_records(calibration.support_data), calibration.support_model, None, LEVEL_FEATURES)
     every = calibration_set(records, calibration.support_model, None, LEVEL_FEATURES)
-    lines = ["| method | shipped data: sd (df) | its left-out errors | all systems: sd (df) | their left-out errors |",
+    lines = ["| method | fit data: sd (df) | its left-out errors | all systems: sd (df) | their left-out errors |",
              "|---|---|---|---|---|"]
     for m in METHODS:
         a, b = (system_transfer(c, method=m, resamples=resamples) for c in (shipped, every))
         lines.append(f"| {m} | {a.sd:.3f} ({a.df}) | {', '.join(f'{s} {e:+.3f}' for s, e in a.errors.items())} | "
                      f"{b.sd:.3f} ({b.df}) | {', '.join(f'{s} {e:+.3f}' for s, e in b.errors.items())} |")
+    return lines
+
+
+def shipped_level(calibration: FaithfulnessCalibration, records: list[dict[str, Any]], *,
+                  resamples: int) -> list[str]:
+    """The shipped level (`statement_level`, the product's own path) on each system's labelled statements, as a run
+    of that system (in sample) and as a run of a system it never saw."""
+    lines = ["| system | statements (answers) | readers | as its own system [95%] | width | as an unseen system [95%] "
+             "| width |", "|---|---|---|---|---|---|---|"]
+    widths: dict[str, list[float]] = {"own": [], "unseen": []}
+    covered = {"own": 0, "unseen": 0}
+    systems = sorted({r["system"] for r in records})
+    for system in systems:
+        rows = [r for r in records if r["system"] == system]
+        items = [r["answer_id"] for r in rows]
+        verdicts = [verdict_of(r, calibration.support_model, None) for r in rows]
+        truth = truth_of(rows)
+        cells = []
+        for kind, code in (("own", system), ("unseen", None)):
+            est = statement_level(rows, items, verdicts, calibration, resamples=resamples, system=code)
+            ok = est.ci_low <= truth <= est.ci_high
+            covered[kind] += ok
+            widths[kind].append(est.ci_high - est.ci_low)
+            cells.append(f"{est.estimate:.3f} [{est.ci_low:.3f}, {est.ci_high:.3f}]{'' if ok else ' miss'} | "
+                         f"{est.ci_high - est.ci_low:.3f}")
+        lines.append(f"| {system} | {len(rows)} ({len(set(items))}) | {truth:.3f} | {' | '.join(cells)} |")
+    n = len(systems)
+    lines += ["", f"As its own system: {covered['own']} of {n} covered (in sample), mean width "
+                  f"{np.mean(widths['own']):.3f}. As an unseen system: {covered['unseen']} of {n} covered, mean width "
+                  f"{np.mean(widths['unseen']):.3f} (in sample too: section 2 is the honest measure of an unseen "
+                  "system)."]
+    return lines
+
+
+def own_system_held_out(calibration: FaithfulnessCalibration, records: list[dict[str, Any]], *, resamples: int,
+                        splits: int) -> list[str]:
+    """The interval a run of one of the level data's systems gets (`own_system_level`: the pooled point, the
+    interval reaching over the own-shift fit's; no between-system term), out of sample: each system's answers
+    split in two halves (`splits` seeded shuffles), each half levelled on all the other statements (the other
+    half of its system included). Errors: of the reported (pooled) point and of the own-shift fit's."""
+    lines = ["| system | halves | covered | mean abs error: pooled point | own-shift fit | mean width |",
+             "|---|---|---|---|---|---|"]
+    total, hits, all_widths = 0, 0, []
+    for system in sorted({r["system"] for r in records}):
+        answers = sorted({r["answer_id"] for r in records if r["system"] == system})
+        errors, own_errors, widths, covered = [], [], [], 0
+        for split in range(splits):
+            order = np.random.default_rng(split).permutation(len(answers))
+            for half in (order[: len(order) // 2], order[len(order) // 2:]):
+                held = {answers[i] for i in half}
+                rows = [r for r in records if r["answer_id"] in held]
+                train = [r for r in records if r["answer_id"] not in held]
+                cal = calibration_set(train, calibration.support_model, None, LEVEL_FEATURES)
+                x = np.array([feature_vector(r, LEVEL_FEATURES) for r in rows])
+                est, own = own_system_level(cal, system, x, np.array([r["answer_id"] for r in rows]),
+                                            resamples=resamples, seed=split)
+                truth = truth_of(rows)
+                covered += est.ci_low <= truth <= est.ci_high
+                errors.append(est.estimate - truth)
+                own_errors.append(own.estimate - truth)
+                widths.append(est.ci_high - est.ci_low)
+        total, hits, all_widths = total + len(errors), hits + covered, all_widths + widths
+        lines.append(f"| {system} | {len(errors)} | {covered} | {np.mean(np.abs(errors)):.3f} | "
+                     f"{np.mean(np.abs(own_errors)):.3f} | {np.mean(widths):.3f} |")
+    lines += ["", f"All: {hits} of {total} halves covered ({hits / total:.2f}), mean width {np.mean(all_widths):.3f}."]
     return lines
 
 
@@ -235,6 +313,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--key", type=Path, required=True, help="the planted answers' key (planted_key.jsonl)")
     parser.add_argument("--resamples", type=int, default=RESAMPLES)
     parser.add_argument("--transfer-resamples", type=int, default=TRANSFER_RESAMPLES)
+    parser.add_argument("--splits", type=int, default=5, help="seeded halvings per system in section 7")
     parser.add_argument("--out", type=Path)
     args = parser.parse_args(argv)
     features = [r for p in args.features for r in read_jsonl(p)]
@@ -263,7 +342,11 @@ def main(argv: list[str] | None = None) -> int:
              f"### 3. Drop under planted errors (shipped calibration; {n_planted} planted answers)", "",
              *drop_table(drops), "", "### 4. The rule applied", "", *decision, "",
              "### 5. The between-system term (leave one system out; sd floored at zero when the errors are within "
-             "their sampling noise)", "", *transfers(calibration, records, args.transfer_resamples)]
+             "their sampling noise)", "", *transfers(calibration, records, args.transfer_resamples), "",
+             f"### 6. The shipped level (its data: {calibration.level_data}) on each system", "",
+             *shipped_level(calibration, records, resamples=args.resamples), "",
+             f"### 7. A run of one of the level data's systems, out of sample (halves of its answers, {args.splits} "
+             "splits)", "", *own_system_held_out(calibration, records, resamples=args.resamples, splits=args.splits)]
     text = "\n".join(line if isinstance(line, str) else "\n".join(line) for line in lines)
     print(text)
     if args.out:

@@ -1,11 +1,19 @@
 """Refit the faithfulness calibration (`python -m ragwatch.judges.faithfulness.fit`), then measure its level.
 
 The fit writes the labelled statements and their calibration into
-`ragwatch/judges/faithfulness/calibration_data/`; then `benchmarks/faithfulness_level.py` is run on that data
-(options this script does not know go to it, e.g. `--repeats 3 --resamples 150`).
+`ragwatch/judges/faithfulness/calibration_data/`: the support model fitted on `--features` (S0-S2), the level
+calibrated on `--level-features` (every labelled system), and `systems` the fingerprints of the systems under
+test whose configs are in the repository (`SYSTEMS`, computed here from the configs as a run computes them:
+planted sets have none). Then `benchmarks/faithfulness_level.py` is run on the level's data (options this
+script does not know go to it, e.g. `--repeats 3 --resamples 150`). The shipped files:
 
-    python scripts/refit_faithfulness_calibration.py \
-        --features data/judge_dev/rag_statements/features.jsonl data/judge_dev/rag_statements/features_new.jsonl
+    python scripts/refit_faithfulness_calibration.py --no-benchmark \
+        --features data/judge_dev/rag_statements/features.jsonl data/judge_dev/rag_statements/features_new.jsonl \
+        --level-features data/judge_dev/rag_statements/features.jsonl \
+            data/judge_dev/rag_statements/features_new.jsonl data/judge_dev/rag_statements/features_S3.jsonl \
+            data/judge_dev/rag_statements/features_S4.jsonl data/judge_dev/rag_statements/features_S5.jsonl \
+            data/judge_dev/rag_statements/features_P.jsonl data/judge_dev/rag_statements/features_P2.jsonl \
+        --level-labels data/judge_dev/rag_statements/more_statements.jsonl
 """
 
 from __future__ import annotations
@@ -14,10 +22,40 @@ import argparse
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 from ragwatch.judges.faithfulness import fit
 
 ROOT = Path(__file__).resolve().parents[1]
+# the labelled systems under test and their configs (data/judge_dev/rag_statements/README.md)
+SYSTEMS = {"S0": "configs/evaluate.yaml", "S1": "benchmarks/systems/top1.yaml",
+           "S2": "benchmarks/systems/detailed.yaml", "S3": "benchmarks/systems/smollm.yaml",
+           "S4": "benchmarks/systems/python_default.yaml", "S5": "benchmarks/systems/python_top1.yaml"}
+LEVEL_ABOUT = ("answers over two corpora (the ZenML docs sample: S0-S3, P; the Python 3.11 docs: S4, S5, P2) by "
+               "Qwen2.5 0.5B (S0-S2, S4, S5) and SmolLM2 135M (S3) generators, and answers with planted errors (P, P2)")
+
+
+def config_fingerprint(path: Path) -> str:
+    """`RagSystem.fingerprint()` of the built-in system a config describes, as a run over its freshly ingested
+    corpus gets it: the index's fingerprint is its chunk ids' (the corpus chunked as ingest chunks it), so no
+    index is built, no model is loaded and no store is read."""
+    from ragwatch.config import FullConfig
+    from ragwatch.config_loader import load_config
+    from ragwatch.corpus.chunking import chunk_documents
+    from ragwatch.corpus.documents import load_documents
+    from ragwatch.evaluation import build_system
+    from ragwatch.indexing.bm25 import BM25Settings
+    from ragwatch.indexing.embeddings import get_embedder
+    from ragwatch.indexing.index import fingerprint
+
+    config = load_config(path, FullConfig)
+    embedder = get_embedder(config.ingest.embedding)
+    chunks = chunk_documents(load_documents(config.ingest.corpus.paths).documents, config.ingest.chunking,
+                             embedder.count_tokens, max_window=embedder.max_input_tokens)
+    index = SimpleNamespace(fingerprint=fingerprint([c.id for c in chunks], embedder.identity,
+                                                    config.ingest.bm25 or BM25Settings()))
+    rag, _ = build_system(config.evaluate.system, index, embedder)  # describe() reads only the index's fingerprint
+    return rag.fingerprint()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -25,13 +63,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-benchmark", action="store_true", help="only fit and write the calibration")
     parser.add_argument("--features", type=Path, nargs="+", required=True, help="feature rows (JSONL)")
     parser.add_argument("--labels", type=Path, nargs="*", default=[], help="label rows by statement_id (JSONL)")
+    parser.add_argument("--level-features", type=Path, nargs="+", help="feature rows the level is calibrated on")
+    parser.add_argument("--level-labels", type=Path, nargs="*", default=[], help="their label rows (JSONL)")
+    parser.add_argument("--level-description", default=LEVEL_ABOUT, help="what the level's systems are")
     args, benchmark_args = parser.parse_known_args(argv)
-    fit_args = ["--features", *map(str, args.features)] + (["--labels", *map(str, args.labels)] if args.labels else [])
+    systems = [f"--system={code}={config_fingerprint(ROOT / path)}" for code, path in SYSTEMS.items()]
+    fit_args = (["--features", *map(str, args.features)] + (["--labels", *map(str, args.labels)] if args.labels else [])
+                + (["--level-features", *map(str, args.level_features)] if args.level_features else [])
+                + (["--level-labels", *map(str, args.level_labels)] if args.level_labels else [])
+                + ([f"--level-description={args.level_description}"] if args.level_features else []) + systems)
     code = fit.main(fit_args)
     if code or args.no_benchmark:
         return code
     judge = fit.judge_of([r for p in args.features for r in fit.read_jsonl(p)])
-    data = fit.data_folder() / fit.data_name(*judge)
+    name = fit.data_name(*judge)
+    data = fit.data_folder() / (fit.level_name(name) if args.level_features else name)
     return subprocess.call([sys.executable, str(ROOT / "benchmarks" / "faithfulness_level.py"), "--data", str(data),
                             *benchmark_args])
 

@@ -21,12 +21,56 @@ def test_the_fit_reproduces_the_shipped_calibration_byte_for_byte():
     from importlib import resources
 
     folder = resources.files("ragwatch.judges.faithfulness") / "calibration_data"
-    records = fit.read_labelled([folder / SHIPPED.level_data])
+    records = fit.read_labelled([folder / SHIPPED.support_data])
     refit = fit.fit_calibration(records, model=SHIPPED.model, prompt_version=SHIPPED.prompt_version,
                                 features_version=SHIPPED.features_version, level_data=SHIPPED.level_data,
+                                fit_data=SHIPPED.fit_data, level_about=SHIPPED.level_about,
                                 systems=SHIPPED.systems, data=SHIPPED.agreement.data)
-    stored = (folder / SHIPPED.level_data.replace(".jsonl", ".calibration.json")).read_text(encoding="utf-8")
+    stored = (folder / SHIPPED.support_data.replace(".jsonl", ".calibration.json")).read_text(encoding="utf-8")
     assert fit.calibration_json(refit) == stored
+
+
+def test_the_shipped_level_data_holds_every_labelled_system_and_no_text():
+    from ragwatch.judges.faithfulness.level import read_records
+
+    level = read_records(SHIPPED.level_data)
+    assert SHIPPED.fit_data is not None and SHIPPED.level_data != SHIPPED.fit_data
+    assert {r["system"] for r in level} == {"S0", "S1", "S2", "S3", "S4", "S5", "P", "P2"}
+    assert all(set(r) == set(fit.LEVEL_KEYS) for r in level)
+    fitted = read_records(SHIPPED.fit_data)
+    assert {r["system"] for r in fitted} == {"S0", "S1", "S2"} and len(level) > len(fitted)
+
+
+def test_a_calibration_stored_before_the_level_had_its_own_data_still_loads():
+    old = json.loads(fit.calibration_json(SHIPPED))
+    del old["fit_data"], old["level_about"]
+    cal = FaithfulnessCalibration.model_validate(old)
+    assert cal.fit_data is None and cal.support_data == cal.level_data
+
+
+def test_the_command_calibrates_the_level_on_other_statements_than_the_verdicts(tmp_path):
+    data = tmp_path / "data"
+    data.mkdir()
+    verdict_rows = rows()
+    more = [{**r, "system": "S9", "item_id": f"x{r['item_id']}"} for r in rows(seed=1)]
+    write(tmp_path / "f.jsonl", verdict_rows)
+    write(tmp_path / "g.jsonl", more)
+    assert fit.main(["--features", str(tmp_path / "f.jsonl"), "--level-features", str(tmp_path / "f.jsonl"),
+                     str(tmp_path / "g.jsonl"), "--level-description", "four systems", "--resamples", "50"],
+                    data_dir=data) == 0
+    cal = FaithfulnessCalibration.model_validate_json((data / "m__p__features-v2.calibration.json").read_text())
+    assert (cal.level_data, cal.fit_data, cal.level_about) == \
+        ("m__p__features-v2__level.jsonl", "m__p__features-v2.jsonl", "four systems")
+    level = [json.loads(line) for line in (data / cal.level_data).read_text().splitlines()]
+    assert len(level) == len(verdict_rows) + len(more) and all(set(r) <= set(fit.LEVEL_KEYS) for r in level)
+    assert "S9" in {r["system"] for r in level}
+    assert len((data / cal.fit_data).read_text().splitlines()) == len(verdict_rows)
+    readme = (data / "README.md").read_text()
+    assert "## m__p__features-v2.jsonl" in readme and "## m__p__features-v2__level.jsonl" in readme
+    # the support model is fitted on --features alone: the same as a fit without --level-features
+    alone = fit.fit_calibration(fit.read_labelled_rows(fit.merge(verdict_rows, [])[0]), model="m", prompt_version="p",
+                                features_version="features-v2", resamples=50)
+    assert cal.support_model == alone.support_model
 
 
 def rows(n_answers: int = 60, seed: int = 0) -> list[dict]:

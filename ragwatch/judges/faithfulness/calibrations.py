@@ -55,9 +55,15 @@ class FaithfulnessCalibration(BaseModel):
     # the labelled statements with this judge's features (in ragwatch/judges/faithfulness/calibration_data/): the
     # faithfulness level is calibrated on them at run time (`ragwatch.judges.faithfulness.level`)
     level_data: str | None = None
+    # the labelled statements the support model was fitted on, when they are not `level_data` (the level wants every
+    # labelled system, so that its between-system term is measured across corpora and generators; the verdicts kept
+    # the fit that measured no worse). None: `level_data` (a calibration stored before the two were apart)
+    fit_data: str | None = None
+    # what `level_data`'s systems are (their corpora, generators, planted errors), as the level's printout says it
+    level_about: str | None = None
     # the systems under test of `level_data` (its `system` codes) -> their fingerprint (`RagSystem.fingerprint()`):
-    # a run of one of them is calibrated on its own kind of answers; any other run carries the between-system
-    # bias measured by leaving each labelled system out
+    # a run of one of them carries no between-system term (its interval reaches over a fit with its own shift);
+    # any other run carries the between-system bias measured by leaving each labelled system out
     systems: dict[str, str] = {}
 
     @model_validator(mode="after")
@@ -65,6 +71,11 @@ class FaithfulnessCalibration(BaseModel):
         if self.support_model is not None and self.cutoff is not None:
             raise ValueError("a calibration with a support model uses its cut-off; leave `cutoff` unset")
         return self
+
+    @property
+    def support_data(self) -> str | None:
+        """The data file the support model was fitted on (`fit_data`, else `level_data`)."""
+        return self.fit_data or self.level_data
 
     @property
     def verdict_cutoff(self) -> float | None:

@@ -13,7 +13,9 @@ label (`calibration_data/*.jsonl`). The fit:
 
 `python -m ragwatch.judges.faithfulness.fit --features F.jsonl [F2.jsonl ...] [--labels L.jsonl]` writes the
 labelled data and the calibration next to it
-(`calibration_data/<model>__<prompt>__<features>.jsonl` and `.calibration.json`).
+(`calibration_data/<model>__<prompt>__<features>.jsonl` and `.calibration.json`). With `--level-features`
+(and `--level-labels`) the level is calibrated on those statements instead, shipped as `<...>__level.jsonl`
+with only the fields the level reads (`LEVEL_KEYS`), while the support model is still fitted on `--features`.
 
 Example:
     >>> records = read_labelled([Path("calibration_data/m__p__features-v2.jsonl")])  # doctest: +SKIP
@@ -43,7 +45,7 @@ from ragwatch.judges.faithfulness.calibrations import (
     REFERENCE_LABELS,
     FaithfulnessCalibration,
 )
-from ragwatch.judges.faithfulness.level import verdict_of, vetoed
+from ragwatch.judges.faithfulness.level import RECORD_KEYS, verdict_of, vetoed
 from ragwatch.judges.faithfulness.support_model import SupportModel, feature_vector
 from ragwatch.results import JudgeAgreement
 from ragwatch.statements import StatementFeatures
@@ -307,10 +309,12 @@ def held_out_agreement(records: list[dict[str, Any]], *, rule: str = SHIPPED_RUL
 
 def fit_calibration(records: list[dict[str, Any]], *, model: str, prompt_version: str, features_version: str,
                     level_data: str | None = None, systems: dict[str, str] | None = None,
-                    rule: str = SHIPPED_RULE, resamples: int = RESAMPLES,
+                    fit_data: str | None = None, level_about: str | None = None, rule: str = SHIPPED_RULE,
+                    resamples: int = RESAMPLES,
                     data: str = RAG_STATEMENTS_HELD_OUT) -> FaithfulnessCalibration:
     """The calibration of one judge model, prompt and features version on its labelled statements (2+ systems:
-    the agreement is measured on a system the fit never saw)."""
+    the agreement is measured on a system the fit never saw). `fit_data`: the data file of `records` when the
+    level is calibrated on another (`level_data`)."""
     found = sorted({r["system"] for r in records})
     if len(found) < 2:
         raise ValueError(f"statements of {len(found)} system(s) {found}: the held-out agreement leaves one system "
@@ -322,7 +326,7 @@ def fit_calibration(records: list[dict[str, Any]], *, model: str, prompt_version
     return FaithfulnessCalibration(
         model=model, prompt_version=prompt_version, features_version=features_version, support_model=support,
         agreement=held_out_agreement(records, rule=rule, resamples=resamples, data=data), level_data=level_data,
-        systems=dict(systems or {}))
+        fit_data=fit_data, level_about=level_about, systems=dict(systems or {}))
 
 
 def calibration_json(calibration: FaithfulnessCalibration) -> str:
@@ -334,6 +338,10 @@ def calibration_json(calibration: FaithfulnessCalibration) -> str:
 # the shipped record: its identity and label, then every field of the statement-features record (one definition)
 KEEP = ("statement_id", "answer_id", "system", "statement_index", "label", *StatementFeatures.model_fields)
 LABELS = {"supported": True, "unsupported": False, True: True, False: False}
+# the level's record: what `level.calibration_set` reads (the level's features and the shipped verdicts' inputs),
+# its answer and system; no statement text, no absent term
+LEVEL_KEYS = ("answer_id", "system", *(k for k in RECORD_KEYS if k != "answer_id"), "uncited", "missing_terms")
+LEVEL_READABLE = {"judge_logit", "lexical", "no_claim", "uncited", "missing_terms", "absent_terms", "vetoed"}
 
 
 def statement_key(row: dict[str, Any]) -> str:
@@ -362,6 +370,21 @@ def merge(features: list[dict[str, Any]], labels: list[dict[str, Any]]) -> tuple
         out.append({k: v for k, v in {**row, "statement_id": key, "system": system, "label": LABELS[label],
                                        "answer_id": f"{system}/{row['item_id']}"}.items() if k in KEEP})
     return out, dropped
+
+
+def level_records(records: list[dict[str, Any]], support: SupportModel | None) -> list[dict[str, Any]]:
+    """The merged records as the level's data (`LEVEL_KEYS` only); an error when the support model reads a feature
+    those keys do not hold (its verdicts on the level's data would be wrong)."""
+    unread = set(support.weights if support is not None else ()) - LEVEL_READABLE
+    if unread:
+        raise ValueError(f"the support model reads {sorted(unread)}, which the level's data does not keep "
+                         f"({list(LEVEL_KEYS)}): add them to fit.LEVEL_KEYS")
+    return [{k: r[k] for k in LEVEL_KEYS if k in r} for r in records]
+
+
+def level_name(data: str) -> str:
+    """The level's data file of a calibration whose support model's data file is `data`."""
+    return data.removesuffix(".jsonl") + "__level.jsonl"
 
 
 def judge_of(rows: list[dict[str, Any]]) -> tuple[str, str, str]:
@@ -416,9 +439,16 @@ def main(argv: list[str] | None = None, *, data_dir: Path | None = None,
     parser.add_argument("--features", type=Path, nargs="+", required=True,
                         help="feature rows (JSONL, benchmarks/statement_features.py output)")
     parser.add_argument("--labels", type=Path, nargs="*", default=[], help="label rows by statement_id (JSONL)")
+    parser.add_argument("--level-features", type=Path, nargs="+",
+                        help="feature rows the level is calibrated on (default: --features); the support model is "
+                             "fitted on --features either way")
+    parser.add_argument("--level-labels", type=Path, nargs="*", default=[],
+                        help="label rows of --level-features by statement_id (JSONL)")
+    parser.add_argument("--level-description", help="what the level's systems are (corpora, generators), as the "
+                                                    "level's printout will say it")
     parser.add_argument("--system", action="append", default=[], metavar="CODE=FINGERPRINT",
-                        help="a system's fingerprint (scripts/calibration_systems.py prints them); default: the "
-                             "current calibration's")
+                        help="a system's fingerprint (scripts/refit_faithfulness_calibration.py computes them from "
+                             "the configs); default: the current calibration's")
     parser.add_argument("--resamples", type=int, default=RESAMPLES, help="bootstrap replicates of the agreement")
     parser.add_argument("--data-description", default=RAG_STATEMENTS_HELD_OUT,
                         help="what the held-out agreement was measured on, as the judge's figures will say it")
@@ -433,28 +463,47 @@ def main(argv: list[str] | None = None, *, data_dir: Path | None = None,
             raise ValueError(f"--system takes CODE=FINGERPRINT, got {args.system}")
         records, dropped = merge(features, labels)
         name = data_name(*judge)
+        level = None
+        if args.level_features:
+            level_rows = [r for p in args.level_features for r in read_jsonl(p)]
+            if judge_of(level_rows) != judge:
+                raise ValueError(f"--level-features come from {judge_of(level_rows)}, --features from {judge}: the "
+                                 "level and the verdicts must read the same judge's features")
+            level = (level_name(name), *merge(level_rows, [r for p in args.level_labels for r in read_jsonl(p)]))
         previous = folder / name.replace(".jsonl", CALIBRATION_SUFFIX)
         if not systems and previous.is_file():
             systems = FaithfulnessCalibration.model_validate_json(previous.read_text(encoding="utf-8")).systems
         calibration = fit_calibration(read_labelled_rows(records), model=judge[0], prompt_version=judge[1],
-                                      features_version=judge[2], level_data=name, systems=systems,
+                                      features_version=judge[2], level_data=level[0] if level else name,
+                                      fit_data=name if level else None, systems=systems,
+                                      level_about=args.level_description,
                                       resamples=args.resamples, data=args.data_description)
+        level_rows = level_records(level[1], calibration.support_model) if level else []
     except (FileNotFoundError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     (folder / name).write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    if level:
+        (folder / level[0]).write_text("".join(json.dumps(r) + "\n" for r in level_rows), encoding="utf-8")
     previous.write_text(calibration_json(calibration), encoding="utf-8")
     command = ("python -m ragwatch.judges.faithfulness.fit --features " + " ".join(p.name for p in args.features)
                + (f" --labels {' '.join(p.name for p in args.labels)}" if args.labels else ""))
+    if level:
+        command += (" --level-features " + " ".join(p.name for p in args.level_features)
+                    + (f" --level-labels {' '.join(p.name for p in args.level_labels)}" if args.level_labels else ""))
     readme = folder / "README.md"
     text = readme.read_text(encoding="utf-8") if readme.is_file() else ""
-    head, _, rest = text.partition(f"## {name}\n")
-    rest = rest[rest.find("\n## ") + 1:] if "\n## " in rest else ""
-    section = provenance(name, records, dropped, command, judge, datetime.now(UTC))
-    readme.write_text(head.rstrip() + "\n\n" + section + rest, encoding="utf-8")
+    written = datetime.now(UTC)
+    for file, rows, left_out in [(name, records, dropped), *([level] if level else [])]:
+        head, _, rest = text.partition(f"## {file}\n")
+        rest = rest[rest.find("\n## ") + 1:] if "\n## " in rest else ""
+        text = head.rstrip() + "\n\n" + provenance(file, rows, left_out, command, judge, written) + rest
+    readme.write_text(text, encoding="utf-8")
     support = calibration.support_model
     print(f"wrote {len(records)} statements to {folder / name}; left out {dict(dropped)}\n"
-          f"wrote {previous}: {support}; held out: {calibration.agreement.describe()}")  # type: ignore[union-attr]
+          + (f"wrote {len(level_rows)} statements to {folder / level[0]} (the level's); left out {dict(level[2])}\n"
+             if level else "")
+          + f"wrote {previous}: {support}; held out: {calibration.agreement.describe()}")  # type: ignore[union-attr]
     return 0
 
 

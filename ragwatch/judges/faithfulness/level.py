@@ -13,7 +13,11 @@ statistics are `ragwatch.statistics.level`. The 95% interval is for what careful
 answers like the run's: it resamples the run's items, refits the model on the calibration data resampled by
 answer, and draws the readers' labels around the calibrated P(supported); for a system the calibration data
 does not hold (`system` not among its systems), it adds the between-system bias measured by leaving each
-labelled system out in turn. The verdict share stays in the details (`verdict_share`), named as what it is.
+labelled system out in turn; for a run of one of its systems, the interval reaches over that of a fit with
+the system's own intercept shift (`own_system_level`: the data span corpora and generators). The level's
+data (`level_data`) is not the support model's (`fit_data`): the level wants every labelled system, so that
+its between-system term is measured across systems unlike each other. The verdict share stays in the
+details (`verdict_share`), named as what it is.
 
 Example:
     >>> calibration = faithfulness_calibration("local/qwen2.5-coder-1.5b-instruct", PROMPT_VERSION)  # doctest: +SKIP
@@ -54,9 +58,11 @@ from ragwatch.statistics.level import (
 # intervals must cover there. None passes. The corrections that follow fabrications (acc, pacc, em) undo
 # pcc's shrinkage toward the calibration level, but on a new system they multiply the features' own error as
 # readily, and land further from the readers than pcc; blend is as close as pcc but its intervals miss on
-# systems unlike the calibration's (as pcc's do: the between-system term measured on three systems of one
-# corpus is too small for another corpus). So the level shrinks real changes (it moves with the features, not
-# with the truth) and the gate leans on its paired difference's interval, not on the size of the drop. pcc
+# systems unlike S0-S2 (as pcc's did while the level was calibrated on those three: a between-system term
+# measured on three systems of one corpus is too small for another corpus; the level's data now holds all
+# eight systems, and an unseen system's interval carries the term measured across them). So the level shrinks
+# real changes (it moves with the features, not with the truth) and the gate leans on its paired difference's
+# interval, not on the size of the drop. pcc
 # also keeps each item's value in [0, 1] and the headline their mean (`calibrated_share`), so a paired
 # difference is a difference of headlines with no correction's scale to carry. Rerun: the command in the
 # results file.
@@ -135,6 +141,48 @@ def _shipped_set(name: str, support_model: str, threshold: float | None,
     return calibration_set(read_records(name), SupportModel.model_validate_json(support_model), threshold, features)
 
 
+def _run_inputs(raws: Sequence[Mapping[str, Any]], calibration: FaithfulnessCalibration, threshold: float | None,
+                features: tuple[str, ...], system: str | None) -> tuple[CalibrationSet, np.ndarray, Transfer | None]:
+    """The calibration set, the run's feature matrix and the between-system term of a run written by `system`
+    (None when `system` is one of the data's systems)."""
+    if calibration.level_data is None or calibration.support_model is None:
+        raise ValueError(f"the calibration of {calibration.model} / {calibration.prompt_version} ships no "
+                         "labelled statements: no level can be estimated")
+    key = (calibration.level_data, calibration.support_model.model_dump_json(), threshold, features)
+    x = np.array([feature_vector(r, features) for r in raws], dtype=float).reshape(len(raws), len(features))
+    cal = _shipped_set(*key)
+    return cal, x, None if system is not None and system in cal.system_names() else _shipped_transfer(*key)
+
+
+def own_system_level(cal: CalibrationSet, system: str, x: np.ndarray, items: np.ndarray, *,
+                     verdicts: np.ndarray | None = None, resamples: int = RESAMPLES,
+                     seed: int = 0) -> tuple[LevelEstimate, LevelEstimate]:
+    """The level of a run of `system`, one of the calibration set's systems: (as reported, the fit with the
+    system's own shift). The reported point is the pooled fit's, as every run's is, so that a paired comparison
+    of runs of two systems differences one model's values; its interval reaches from the pooled point over the
+    interval of a fit that gives `system` its own intercept shift (`CalibrationSet.with_system_column`: partial
+    pooling), which covers what readers find on that system's answers where the pooled fit, pulled toward
+    systems unlike it, may not."""
+    pooled = estimate_level(cal, x, items, method=LEVEL_METHOD, verdicts=verdicts, resamples=resamples, seed=seed)
+    own = estimate_level(cal.with_system_column(system), np.hstack([x, np.ones((len(x), 1))]), items,
+                         method=LEVEL_METHOD, verdicts=verdicts, resamples=resamples, seed=seed)
+    reported = pooled.model_copy(update={"ci_low": min(own.ci_low, pooled.estimate),
+                                         "ci_high": max(own.ci_high, pooled.estimate)})
+    return reported, own
+
+
+def _level(raws: Sequence[Mapping[str, Any]], items: Sequence[str], verdicts: Sequence[bool],
+           calibration: FaithfulnessCalibration, threshold: float | None, resamples: int, seed: int,
+           system: str | None, features: tuple[str, ...]) -> tuple[LevelEstimate, LevelEstimate | None]:
+    """`statement_level` and, for a run of one of the data's systems, its own-shift fit."""
+    cal, x, transfer = _run_inputs(raws, calibration, threshold, features, system)
+    v = np.asarray(verdicts, dtype=bool)
+    if transfer is None and system is not None:
+        return own_system_level(cal, system, x, np.asarray(items), verdicts=v, resamples=resamples, seed=seed)
+    return estimate_level(cal, x, np.asarray(items), method=LEVEL_METHOD, verdicts=v, resamples=resamples, seed=seed,
+                          transfer=transfer), None
+
+
 @lru_cache(maxsize=8)
 def _shipped_transfer(name: str, support_model: str, threshold: float | None,
                       features: tuple[str, ...] = LEVEL_FEATURES) -> Transfer:
@@ -149,17 +197,9 @@ def statement_level(raws: Sequence[Mapping[str, Any]], items: Sequence[str], ver
                     features: tuple[str, ...] = LEVEL_FEATURES) -> LevelEstimate:
     """The level of statements given by their raw features (`features_of` a verdict) and their items,
     written by `system` (a system code of the calibration data, `FaithfulnessCalibration.system_code`; None:
-    not known to be one of them, and the interval carries the between-system bias), on the level model's
-    `features`."""
-    if calibration.level_data is None:
-        raise ValueError(f"the calibration of {calibration.model} / {calibration.prompt_version} ships no "
-                         "labelled statements: no level can be estimated")
-    key = (calibration.level_data, calibration.support_model.model_dump_json(), threshold, features)
-    cal = _shipped_set(*key)
-    transfer = None if system is not None and system in cal.system_names() else _shipped_transfer(*key)
-    x = np.array([feature_vector(r, features) for r in raws], dtype=float)
-    return estimate_level(cal, x, np.asarray(items), method=LEVEL_METHOD, verdicts=np.asarray(verdicts, dtype=bool),
-                          resamples=resamples, seed=seed, transfer=transfer)
+    not known to be one of them, and the interval carries the between-system bias; one of them: see
+    `own_system_level`), on the level model's `features`."""
+    return _level(raws, items, verdicts, calibration, threshold, resamples, seed, system, features)[0]
 
 
 def with_level(result: MetricResult, calibration: FaithfulnessCalibration | None, *,
@@ -185,11 +225,9 @@ def with_level(result: MetricResult, calibration: FaithfulnessCalibration | None
             verdicts.append(bool(v.verdict))
     if not raws:
         return result
-    level = statement_level(raws, items, verdicts, calibration, threshold=threshold, resamples=resamples, seed=seed,
-                            system=system, features=features)
-    cal = _shipped_set(calibration.level_data, calibration.support_model.model_dump_json(), threshold, features)
-    p = predict_logistic(fit_logistic(cal.x, cal.y)[0],
-                         np.array([feature_vector(r, features) for r in raws], dtype=float))[0]
+    level, own = _level(raws, items, verdicts, calibration, threshold, resamples, seed, system, features)
+    cal, x, _ = _run_inputs(raws, calibration, threshold, features, system)
+    p = predict_logistic(fit_logistic(cal.x, cal.y)[0], x)[0]  # the pooled fit's, as the headline's point
     per_item: dict[str, list[float]] = {}
     for item_id, value in zip(items, p, strict=True):
         per_item.setdefault(item_id, []).append(float(value))
@@ -198,20 +236,29 @@ def with_level(result: MetricResult, calibration: FaithfulnessCalibration | None
     details = {k: v for k, v in result.details.items() if k not in ("weighted", "n_weighted")}
     details.update(verdict_share=result.score, verdict_share_ci=[result.ci_low, result.ci_high],
                    verdict_share_method=result.ci_method, level={**level.model_dump(), "features": list(features)})
+    if own is not None:  # the fit that gives the run's system its own shift: what its interval reaches
+        details["level"]["own_system"] = {"system": system, "estimate": own.estimate, "ci": [own.ci_low, own.ci_high]}
     return result.model_copy(update={
         "score": level.estimate, "ci_low": level.ci_low, "ci_high": level.ci_high, "details": details, "items": scored,
-        "ci_method": level_method_text(level),
+        "ci_method": level_method_text(level, about=calibration.level_about,
+                                       own_system=(system, own.estimate) if own is not None else None),
     })
 
 
-def level_method_text(level: LevelEstimate) -> str:
-    """What the interval is, in one line (the report and printout show it)."""
+def level_method_text(level: LevelEstimate, *, about: str | None = None,
+                      own_system: tuple[str, float] | None = None) -> str:
+    """What the interval is, in one line (the report and printout show it); `about`: what the labelled systems
+    are (their corpora and generators); `own_system`: the run's system, one of them, and the level of the fit
+    that gives it its own shift (`own_system_level`)."""
     name = {"pcc": "mean calibrated P(supported)", "acc": "verdict share corrected by sensitivity/specificity",
             "pacc": "mean P(supported) corrected by its class means",
             "blend": "mean of calibrated P(supported) and of its class-means correction",
             "em": "calibrated P(supported) adjusted to the run's prevalence"}[level.method]
     systems = (f"systems {', '.join(level.calibration_systems)}" if level.calibration_systems
-               else "one unnamed system")
+               else "one unnamed system") + (f": {about}" if about else "")
+    own = (f"; the run is of system {own_system[0]}, one of them: the interval reaches from this level (the pooled "
+           "fit's, the one every run is compared on) over the interval of a fit that gives that system its own "
+           f"intercept shift (level {own_system[1]:.3f})" if own_system and level.transfer is None else "")
     transfer = ("" if level.transfer is None else
                 "; not one of the calibration's systems: [0, 1], the transfer to another system is not measured"
                 if level.transfer.sd == float("inf") else
@@ -223,4 +270,4 @@ def level_method_text(level: LevelEstimate) -> str:
             f"{level.resamples} bootstrap replicates, each resampling the run's {level.n_items} items, refitting "
             f"the support model on the {level.n_calibration} labelled statements ({level.n_calibration_groups} "
             f"answers of {systems}) resampled by answer, and drawing the readers' labels around "
-            f"the calibrated P(supported){transfer}")
+            f"the calibrated P(supported){own}{transfer}")
