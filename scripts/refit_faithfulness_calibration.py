@@ -31,6 +31,9 @@ ROOT = Path(__file__).resolve().parents[1]
 SYSTEMS = {"S0": "configs/evaluate.yaml", "S1": "benchmarks/systems/top1.yaml",
            "S2": "benchmarks/systems/detailed.yaml", "S3": "benchmarks/systems/smollm.yaml",
            "S4": "benchmarks/systems/python_default.yaml", "S5": "benchmarks/systems/python_top1.yaml"}
+UNSEEN_ABOUT = ("statements of RAG answers of five systems the verdict model was never fitted on, over two corpora "
+                "(S3: a 135M generator on the ZenML docs sample; S4, S5: the Python 3.11 docs at top_k 3 and 1; P, P2: "
+                "answers with planted errors on each)")
 LEVEL_ABOUT = ("answers over two corpora (the ZenML docs sample: S0-S3, P; the Python 3.11 docs: S4, S5, P2) by "
                "Qwen2.5 0.5B (S0-S2, S4, S5) and SmolLM2 135M (S3) generators, and answers with planted errors (P, P2)")
 
@@ -66,12 +69,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--level-features", type=Path, nargs="+", help="feature rows the level is calibrated on")
     parser.add_argument("--level-labels", type=Path, nargs="*", default=[], help="their label rows (JSONL)")
     parser.add_argument("--level-description", default=LEVEL_ABOUT, help="what the level's systems are")
+    parser.add_argument("--unseen-description", default=UNSEEN_ABOUT,
+                        help="what the level's systems outside --features are (the printed agreement is measured "
+                             "there)")
     args, benchmark_args = parser.parse_known_args(argv)
     systems = [f"--system={code}={config_fingerprint(ROOT / path)}" for code, path in SYSTEMS.items()]
     fit_args = (["--features", *map(str, args.features)] + (["--labels", *map(str, args.labels)] if args.labels else [])
                 + (["--level-features", *map(str, args.level_features)] if args.level_features else [])
                 + (["--level-labels", *map(str, args.level_labels)] if args.level_labels else [])
-                + ([f"--level-description={args.level_description}"] if args.level_features else []) + systems)
+                + ([f"--level-description={args.level_description}", f"--unseen-description={args.unseen_description}"]
+                   if args.level_features else []) + systems)
     code = fit.main(fit_args)
     if code or args.no_benchmark:
         return code

@@ -22,10 +22,12 @@ def test_the_fit_reproduces_the_shipped_calibration_byte_for_byte():
 
     folder = resources.files("ragwatch.judges.faithfulness") / "calibration_data"
     records = fit.read_labelled([folder / SHIPPED.support_data])
+    fitted = {r["system"] for r in records}
+    unseen = [r for r in fit.read_labelled([folder / SHIPPED.level_data]) if r["system"] not in fitted]
     refit = fit.fit_calibration(records, model=SHIPPED.model, prompt_version=SHIPPED.prompt_version,
                                 features_version=SHIPPED.features_version, level_data=SHIPPED.level_data,
                                 fit_data=SHIPPED.fit_data, level_about=SHIPPED.level_about,
-                                systems=SHIPPED.systems, data=SHIPPED.agreement.data)
+                                systems=SHIPPED.systems, unseen=unseen, unseen_data=SHIPPED.agreement.data)
     stored = (folder / SHIPPED.support_data.replace(".jsonl", ".calibration.json")).read_text(encoding="utf-8")
     assert fit.calibration_json(refit) == stored
 
@@ -71,6 +73,21 @@ def test_the_command_calibrates_the_level_on_other_statements_than_the_verdicts(
     alone = fit.fit_calibration(fit.read_labelled_rows(fit.merge(verdict_rows, [])[0]), model="m", prompt_version="p",
                                 features_version="features-v2", resamples=50)
     assert cal.support_model == alone.support_model
+    # the printed agreement is the shipped verdicts' on the statements of systems the fit never saw (S9 here)
+    assert cal.agreement is not None and cal.agreement.n == len(more) and "(S9)" in cal.agreement.data
+    s9 = fit.read_labelled_rows(fit.merge(more, [])[0])
+    again = fit.unseen_agreement(s9, cal.support_model, resamples=50, data=cal.agreement.data)
+    assert again == cal.agreement
+
+
+def test_the_shipped_agreement_is_measured_on_systems_the_verdict_model_never_saw():
+    assert SHIPPED.agreement is not None and SHIPPED.fit_data is not None
+    from ragwatch.judges.faithfulness.level import read_records
+
+    fitted = {r["system"] for r in read_records(SHIPPED.fit_data)}
+    unseen = [r for r in read_records(SHIPPED.level_data) if r["system"] not in fitted]
+    assert SHIPPED.agreement.n == len(unseen) > len(read_records(SHIPPED.fit_data))
+    assert "never fitted on" in SHIPPED.agreement.data
 
 
 def rows(n_answers: int = 60, seed: int = 0) -> list[dict]:

@@ -297,9 +297,28 @@ def held_out_agreement(records: list[dict[str, Any]], *, rule: str = SHIPPED_RUL
                        seed: int = 0, data: str = RAG_STATEMENTS_HELD_OUT) -> JudgeAgreement:
     """What an unseen system gets: every system's verdicts from a candidate chosen and fitted on the others,
     pooled; 95% bootstrap intervals over answers."""
-    held = leave_one_system_out(records, None, rule)
+    return agreement_of(records, leave_one_system_out(records, None, rule).verdicts, resamples=resamples, seed=seed,
+                        data=data)
+
+
+def unseen_agreement(records: list[dict[str, Any]], model: SupportModel, *, resamples: int = RESAMPLES,
+                     seed: int = 0, data: str) -> JudgeAgreement:
+    """The shipped verdicts themselves on labelled statements of systems the model was never fitted on (what a
+    run of another system gets, with no refit standing in for it); 95% bootstrap intervals over answers."""
+    return agreement_of(records, verdicts(model, records), resamples=resamples, seed=seed, data=data)
+
+
+def unseen_description(records: Sequence[dict[str, Any]]) -> str:
+    """What `unseen_agreement` was measured on, by system code."""
+    found = sorted({str(r["system"]) for r in records})
+    return (f"statements of RAG answers of {len(found)} systems the verdict model was never fitted on "
+            f"({', '.join(found)})")
+
+
+def agreement_of(records: Sequence[dict[str, Any]], predicted: np.ndarray, *, resamples: int, seed: int,
+                 data: str) -> JudgeAgreement:
     y = np.array([r["label"] for r in records], dtype=bool)
-    counts, _ = replicate_counts(y, [held.verdicts], [r["answer_id"] for r in records], resamples, seed)
+    counts, _ = replicate_counts(y, [predicted], [r["answer_id"] for r in records], resamples, seed)
     k, b = interval(kappa_of(counts[0])), interval(balanced_accuracy_of(counts[0]))
     d = AGREEMENT_DIGITS
     return JudgeAgreement(kappa=round(k[0], d), kappa_ci=(round(k[1], d), round(k[2], d)),
@@ -310,11 +329,13 @@ def held_out_agreement(records: list[dict[str, Any]], *, rule: str = SHIPPED_RUL
 def fit_calibration(records: list[dict[str, Any]], *, model: str, prompt_version: str, features_version: str,
                     level_data: str | None = None, systems: dict[str, str] | None = None,
                     fit_data: str | None = None, level_about: str | None = None, rule: str = SHIPPED_RULE,
-                    resamples: int = RESAMPLES,
-                    data: str = RAG_STATEMENTS_HELD_OUT) -> FaithfulnessCalibration:
+                    resamples: int = RESAMPLES, data: str = RAG_STATEMENTS_HELD_OUT,
+                    unseen: list[dict[str, Any]] | None = None, unseen_data: str | None = None
+                    ) -> FaithfulnessCalibration:
     """The calibration of one judge model, prompt and features version on its labelled statements (2+ systems:
     the agreement is measured on a system the fit never saw). `fit_data`: the data file of `records` when the
-    level is calibrated on another (`level_data`)."""
+    level is calibrated on another (`level_data`). `unseen`: labelled statements of systems not in `records`;
+    when given, the agreement is the fitted model's own verdicts on them (`unseen_agreement`), not a refit's."""
     found = sorted({r["system"] for r in records})
     if len(found) < 2:
         raise ValueError(f"statements of {len(found)} system(s) {found}: the held-out agreement leaves one system "
@@ -325,7 +346,10 @@ def fit_calibration(records: list[dict[str, Any]], *, model: str, prompt_version
                            weights={k: round(v, w) for k, v in fitted.weights.items()}, cutoff=round(fitted.cutoff, w))
     return FaithfulnessCalibration(
         model=model, prompt_version=prompt_version, features_version=features_version, support_model=support,
-        agreement=held_out_agreement(records, rule=rule, resamples=resamples, data=data), level_data=level_data,
+        agreement=(unseen_agreement(unseen, support, resamples=resamples,
+                                    data=unseen_data or unseen_description(unseen))
+                   if unseen else held_out_agreement(records, rule=rule, resamples=resamples, data=data)),
+        level_data=level_data,
         fit_data=fit_data, level_about=level_about, systems=dict(systems or {}))
 
 
@@ -452,6 +476,10 @@ def main(argv: list[str] | None = None, *, data_dir: Path | None = None,
     parser.add_argument("--resamples", type=int, default=RESAMPLES, help="bootstrap replicates of the agreement")
     parser.add_argument("--data-description", default=RAG_STATEMENTS_HELD_OUT,
                         help="what the held-out agreement was measured on, as the judge's figures will say it")
+    parser.add_argument("--unseen-description",
+                        help="what the --level-features statements of systems outside --features are, as the judge's "
+                             "figures will say it: the agreement printed with every run is then the shipped verdicts' "
+                             "on them (default: their system codes)")
     args = parser.parse_args(argv)
     folder = data_dir or data_folder()
     try:
@@ -473,11 +501,15 @@ def main(argv: list[str] | None = None, *, data_dir: Path | None = None,
         previous = folder / name.replace(".jsonl", CALIBRATION_SUFFIX)
         if not systems and previous.is_file():
             systems = FaithfulnessCalibration.model_validate_json(previous.read_text(encoding="utf-8")).systems
-        calibration = fit_calibration(read_labelled_rows(records), model=judge[0], prompt_version=judge[1],
+        fitted = read_labelled_rows(records)
+        fit_systems = {r["system"] for r in fitted}
+        unseen = [r for r in read_labelled_rows(level[1]) if r["system"] not in fit_systems] if level else []
+        calibration = fit_calibration(fitted, model=judge[0], prompt_version=judge[1],
                                       features_version=judge[2], level_data=level[0] if level else name,
                                       fit_data=name if level else None, systems=systems,
                                       level_about=args.level_description,
-                                      resamples=args.resamples, data=args.data_description)
+                                      resamples=args.resamples, data=args.data_description,
+                                      unseen=unseen or None, unseen_data=args.unseen_description)
         level_rows = level_records(level[1], calibration.support_model) if level else []
     except (FileNotFoundError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
