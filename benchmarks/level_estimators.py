@@ -1,8 +1,9 @@
 """Which level estimator the faithfulness level ships: on systems the calibration never saw, and under planted errors.
 
 Every estimator of `ragwatch.statistics.level` (pcc, acc, pacc, em, blend) and the verdict share, on the
-labelled statements of all systems (`ragwatch.judges.faithfulness.fit.merge` of the feature rows and the
-readers' labels):
+labelled statements of the systems under test, one reading of each statement text as the shipped level's data
+(`fit.distinct_statements`, then `fit.merge` of the feature rows and the readers' labels); the planted sets (P,
+P2) only in section 3, since their untouched statements are copies of their sources':
 
 1. a level calibrated on the support model's fit data only (S0-S2: what the level shipped before it had data
    of its own) on each system that data does not hold: the level against the readers' mean item
@@ -47,6 +48,7 @@ from ragwatch.judges.faithfulness.calibrations import FaithfulnessCalibration
 from ragwatch.judges.faithfulness.fit import (
     SHIPPED_RULE,
     Candidate,
+    distinct_statements,
     fit_verdict_model,
     merge,
     read_jsonl,
@@ -316,10 +318,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--splits", type=int, default=5, help="seeded halvings per system in section 7")
     parser.add_argument("--out", type=Path)
     args = parser.parse_args(argv)
-    features = [r for p in args.features for r in read_jsonl(p)]
-    labels = [r for p in args.labels for r in read_jsonl(p)]
-    merged, dropped = merge(features, labels)
-    records = read_labelled_rows(merged)
     calibration = shipped_level_calibration()
     planted_systems = {read_jsonl(p)[0].get("system") for p in args.features}
     planted_files = [p for p in args.features if read_jsonl(p)[0].get("system") in {"P", "P2"}]
@@ -327,6 +325,14 @@ def main(argv: list[str] | None = None) -> int:
     if not planted_files:
         sys.exit(f"no planted answers' features (system P or P2) among --features (systems {planted_systems})")
     drops, n_planted = planted_drops(calibration, args.labels[0], planted_files, args.key, source_files)
+    # the systems under test, one reading of each statement text (as the shipped level's data): a planted set's
+    # untouched statements are copies of its source's and would sit on both sides of a left-out split
+    fitted = {r["system"] for r in read_records(calibration.fit_data or calibration.level_data)}
+    features, copies = distinct_statements([r for p in source_files for r in read_jsonl(p)], fitted)
+    labels = [r for p in args.labels for r in read_jsonl(p)]
+    merged, dropped = merge(features, labels)
+    dropped["a copy of a statement already kept (the same text)"] += copies
+    records = read_labelled_rows(merged)
 
     first = unseen(calibration, records, resamples=args.resamples, transfer_resamples=args.transfer_resamples)
     second = leave_one_out(calibration, records, resamples=args.resamples,

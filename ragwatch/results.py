@@ -84,6 +84,9 @@ class MetricInfo(BaseModel):
     k: int | None = None
     judge_model: str | None = None
     agreement: JudgeAgreement | None = None  # a judge's measured agreement on labelled data of its kind
+    # the calibration a score was levelled with (its model, prompt, features version and a digest of its fitted
+    # model and labelled data): the same answers levelled by another calibration read differently
+    calibration: str | None = None
 
     @property
     def higher_is_better(self) -> bool:
@@ -95,12 +98,16 @@ class MetricInfo(BaseModel):
         return self.family == "judge"
 
     def judge_change(self, old: MetricInfo) -> str | None:
-        """How the judge behind these scores differs from `old`'s (model, prompt version), else None."""
+        """How the judge behind these scores differs from `old`'s (model, prompt version, the calibration that
+        levelled them), else None. A calibration recorded on one side only is a change: a run stored before
+        calibrations were recorded was levelled by an earlier one."""
         if not (self.is_judge and old.is_judge):
             return None
         changes = [f"{label} {a} -> {b}" for label, a, b in (
             ("judge model", old.judge_model, self.judge_model),
             ("prompt", old.prompt_version, self.prompt_version)) if a and b and a != b]
+        if self.calibration != old.calibration and (self.calibration or old.calibration):
+            changes.append(f"calibration {old.calibration or 'not recorded'} -> {self.calibration or 'none'}")
         return ", ".join(changes) or None
 
 

@@ -2,17 +2,17 @@
 
 The fit writes the labelled statements and their calibration into
 `ragwatch/judges/faithfulness/calibration_data/`: the support model fitted on `--features` (S0-S2), the level
-calibrated on `--level-features` (every labelled system), and `systems` the fingerprints of the systems under
-test whose configs are in the repository (`SYSTEMS`, computed here from the configs as a run computes them:
-planted sets have none). Then `benchmarks/faithfulness_level.py` is run on the level's data (options this
-script does not know go to it, e.g. `--repeats 3 --resamples 150`). The shipped files:
+calibrated on `--level-features` (every labelled system under test, one reading of each statement text), the
+printed agreement measured on `UNSEEN`, and `systems` the fingerprints of the systems under test whose configs
+are in the repository (`SYSTEMS`, computed here from the configs as a run computes them). Then
+`benchmarks/faithfulness_level.py` is run on the level's data (options this script does not know go to it, e.g.
+`--repeats 3 --resamples 150`). The shipped files:
 
     python scripts/refit_faithfulness_calibration.py --no-benchmark \
         --features data/judge_dev/rag_statements/features.jsonl data/judge_dev/rag_statements/features_new.jsonl \
         --level-features data/judge_dev/rag_statements/features.jsonl \
             data/judge_dev/rag_statements/features_new.jsonl data/judge_dev/rag_statements/features_S3.jsonl \
             data/judge_dev/rag_statements/features_S4.jsonl data/judge_dev/rag_statements/features_S5.jsonl \
-            data/judge_dev/rag_statements/features_P.jsonl data/judge_dev/rag_statements/features_P2.jsonl \
         --level-labels data/judge_dev/rag_statements/more_statements.jsonl
 """
 
@@ -31,11 +31,12 @@ ROOT = Path(__file__).resolve().parents[1]
 SYSTEMS = {"S0": "configs/evaluate.yaml", "S1": "benchmarks/systems/top1.yaml",
            "S2": "benchmarks/systems/detailed.yaml", "S3": "benchmarks/systems/smollm.yaml",
            "S4": "benchmarks/systems/python_default.yaml", "S5": "benchmarks/systems/python_top1.yaml"}
-UNSEEN_ABOUT = ("statements of RAG answers of five systems the verdict model was never fitted on, over two corpora "
-                "(S3: a 135M generator on the ZenML docs sample; S4, S5: the Python 3.11 docs at top_k 3 and 1; P, P2: "
-                "answers with planted errors on each)")
-LEVEL_ABOUT = ("answers over two corpora (the ZenML docs sample: S0-S3, P; the Python 3.11 docs: S4, S5, P2) by "
-               "Qwen2.5 0.5B (S0-S2, S4, S5) and SmolLM2 135M (S3) generators, and answers with planted errors (P, P2)")
+UNSEEN = "S3,S4,S5"  # the systems under test outside the fit; the planted sets are measured apart (planted_errors.md)
+UNSEEN_ABOUT = ("statements of RAG answers of three systems under test the verdict model was never fitted on, over "
+                "two corpora (S3: a 135M generator on the ZenML docs sample; S4, S5: the Python 3.11 docs at top_k 3 "
+                "and 1)")
+LEVEL_ABOUT = ("answers of six systems over two corpora (the ZenML docs sample: S0-S3; the Python 3.11 docs: S4, S5) "
+               "by Qwen2.5 0.5B (S0-S2, S4, S5) and SmolLM2 135M (S3) generators")
 
 
 def config_fingerprint(path: Path) -> str:
@@ -77,8 +78,8 @@ def main(argv: list[str] | None = None) -> int:
     fit_args = (["--features", *map(str, args.features)] + (["--labels", *map(str, args.labels)] if args.labels else [])
                 + (["--level-features", *map(str, args.level_features)] if args.level_features else [])
                 + (["--level-labels", *map(str, args.level_labels)] if args.level_labels else [])
-                + ([f"--level-description={args.level_description}", f"--unseen-description={args.unseen_description}"]
-                   if args.level_features else []) + systems)
+                + ([f"--level-description={args.level_description}", f"--unseen-systems={UNSEEN}",
+                    f"--unseen-description={args.unseen_description}"] if args.level_features else []) + systems)
     code = fit.main(fit_args)
     if code or args.no_benchmark:
         return code

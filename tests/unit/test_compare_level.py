@@ -92,3 +92,16 @@ def test_labels_and_the_gate_read_the_items_values_of_the_level(runs) -> None:
     assert why is None and estimate is not None
     assert estimate.details["judge_mean_on_labelled"] == pytest.approx(
         sum(it.details[LEVEL_ITEM_KEY] for it in new.items[:10]) / 10)
+
+
+def test_the_same_answers_levelled_by_another_calibration_are_not_compared_as_a_change(runs) -> None:
+    new, old = runs
+    assert new.info.calibration and new.info.calibration == old.info.calibration  # one calibration: comparable
+    row = compare_runs({"faithfulness": new}, {"faithfulness": old}, thresholds=TH).row("faithfulness")
+    assert row.verdict != "not_comparable"
+    # a baseline levelled by an earlier calibration (stored before calibrations were recorded, or refitted since):
+    # the level of the same answers moves with the calibration, so its difference must not gate
+    for earlier in (None, "local/qwen2.5-coder-1.5b-instruct/p/features-v2/000000000000"):
+        baseline = old.model_copy(update={"info": old.info.model_copy(update={"calibration": earlier})})
+        row = compare_runs({"faithfulness": old}, {"faithfulness": baseline}, thresholds=TH).row("faithfulness")
+        assert row.verdict == "not_comparable" and "calibration" in row.note

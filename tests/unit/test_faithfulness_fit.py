@@ -23,7 +23,8 @@ def test_the_fit_reproduces_the_shipped_calibration_byte_for_byte():
     folder = resources.files("ragwatch.judges.faithfulness") / "calibration_data"
     records = fit.read_labelled([folder / SHIPPED.support_data])
     fitted = {r["system"] for r in records}
-    unseen = [r for r in fit.read_labelled([folder / SHIPPED.level_data]) if r["system"] not in fitted]
+    measured = set(SHIPPED.systems) - fitted  # the systems under test outside the fit (planted sets have no config)
+    unseen = [r for r in fit.read_labelled([folder / SHIPPED.level_data]) if r["system"] in measured]
     refit = fit.fit_calibration(records, model=SHIPPED.model, prompt_version=SHIPPED.prompt_version,
                                 features_version=SHIPPED.features_version, level_data=SHIPPED.level_data,
                                 fit_data=SHIPPED.fit_data, level_about=SHIPPED.level_about,
@@ -37,7 +38,9 @@ def test_the_shipped_level_data_holds_every_labelled_system_and_no_text():
 
     level = read_records(SHIPPED.level_data)
     assert SHIPPED.fit_data is not None and SHIPPED.level_data != SHIPPED.fit_data
-    assert {r["system"] for r in level} == {"S0", "S1", "S2", "S3", "S4", "S5", "P", "P2"}
+    # the six systems under test; the planted sets' untouched statements are copies of theirs, their planted
+    # ones are measured apart (benchmarks/level_under_planted.py)
+    assert {r["system"] for r in level} == {"S0", "S1", "S2", "S3", "S4", "S5"}
     assert all(set(r) == set(fit.LEVEL_KEYS) for r in level)
     fitted = read_records(SHIPPED.fit_data)
     assert {r["system"] for r in fitted} == {"S0", "S1", "S2"} and len(level) > len(fitted)
@@ -85,9 +88,32 @@ def test_the_shipped_agreement_is_measured_on_systems_the_verdict_model_never_sa
     from ragwatch.judges.faithfulness.level import read_records
 
     fitted = {r["system"] for r in read_records(SHIPPED.fit_data)}
-    unseen = [r for r in read_records(SHIPPED.level_data) if r["system"] not in fitted]
-    assert SHIPPED.agreement.n == len(unseen) > len(read_records(SHIPPED.fit_data))
+    unseen = [r for r in read_records(SHIPPED.level_data) if r["system"] in set(SHIPPED.systems) - fitted]
+    assert SHIPPED.agreement.n == len(unseen) > 200
     assert "never fitted on" in SHIPPED.agreement.data
+
+
+def test_a_copy_of_a_statement_counts_once_and_a_copy_of_a_fitted_one_is_not_unseen():
+    given = [{"system": "P", "statement": "ZenML  runs pipelines."},
+             {"system": "S0", "statement": "ZenML runs pipelines."},
+             {"system": "S4", "statement": "Lists are mutable."}, {"system": "S5", "statement": "Lists are mutable."}]
+    kept, copies = fit.distinct_statements(given, {"S0"})
+    assert copies == 2 and [r["system"] for r in kept] == ["S0", "S4"]
+
+
+def test_the_agreement_can_be_measured_on_the_named_systems_only(tmp_path):
+    data = tmp_path / "data"
+    data.mkdir()
+    write(tmp_path / "f.jsonl", rows())
+    s9 = [{**r, "system": "S9", "item_id": f"x{r['item_id']}"} for r in rows(seed=1)]
+    planted = [{**r, "system": "P9", "item_id": f"y{r['item_id']}"} for r in rows(seed=2)]
+    write(tmp_path / "g.jsonl", s9 + planted)
+    args = ["--features", str(tmp_path / "f.jsonl"), "--level-features", str(tmp_path / "f.jsonl"),
+            str(tmp_path / "g.jsonl"), "--resamples", "50"]
+    assert fit.main([*args, "--unseen-systems", "S9"], data_dir=data) == 0
+    cal = FaithfulnessCalibration.model_validate_json((data / "m__p__features-v2.calibration.json").read_text())
+    assert cal.agreement is not None and cal.agreement.n == len(s9) and "(S9)" in cal.agreement.data
+    assert fit.main([*args, "--unseen-systems", "S7"], data_dir=data) == 2  # no such system: an error, not 0 rows
 
 
 def rows(n_answers: int = 60, seed: int = 0) -> list[dict]:

@@ -8,14 +8,17 @@ label (`calibration_data/*.jsonl`). The fit:
    never saw its answer);
 2. fits that candidate on all statements; its cut-off by `SHIPPED_RULE` (the best balanced accuracy of the
    verdicts under the rules among the cut-offs that call no more statements unsupported than the readers);
-3. measures the agreement an unseen system gets: each system's statements scored by a model chosen and
-   fitted on the other systems only, pooled, with 95% bootstrap intervals over answers.
+3. measures the agreement an unseen system gets, with 95% bootstrap intervals over answers: with
+   `--level-features` holding systems the fit never saw, the fitted model's own verdicts on their statements
+   (`unseen_agreement`, `--unseen-systems`); else each system's statements scored by a model chosen and
+   fitted on the other systems only, pooled.
 
 `python -m ragwatch.judges.faithfulness.fit --features F.jsonl [F2.jsonl ...] [--labels L.jsonl]` writes the
 labelled data and the calibration next to it
 (`calibration_data/<model>__<prompt>__<features>.jsonl` and `.calibration.json`). With `--level-features`
-(and `--level-labels`) the level is calibrated on those statements instead, shipped as `<...>__level.jsonl`
-with only the fields the level reads (`LEVEL_KEYS`), while the support model is still fitted on `--features`.
+(and `--level-labels`) the level is calibrated on those statements instead (one reading of each statement
+text: `distinct_statements`), shipped as `<...>__level.jsonl` with only the fields the level reads
+(`LEVEL_KEYS`), while the support model is still fitted on `--features`.
 
 Example:
     >>> records = read_labelled([Path("calibration_data/m__p__features-v2.jsonl")])  # doctest: +SKIP
@@ -27,6 +30,7 @@ from __future__ import annotations
 import argparse
 import json
 import random
+import shlex
 import sys
 from collections import Counter
 from collections.abc import Sequence
@@ -396,6 +400,23 @@ def merge(features: list[dict[str, Any]], labels: list[dict[str, Any]]) -> tuple
     return out, dropped
 
 
+def distinct_statements(rows: Sequence[dict[str, Any]], first: set[str]) -> tuple[list[dict[str, Any]], int]:
+    """The rows with one reading of each statement text, those of the systems in `first` kept before any other
+    (a planted set's untouched statements are copies of its source's, a sentence two systems share is one
+    statement: kept twice it would count as two independent readings, and a copy of a fitted statement
+    would count as unseen); and how many copies were left out."""
+    ordered = sorted(rows, key=lambda r: (r.get("system") or "default") not in first)
+    seen: set[str] = set()
+    out = []
+    for row in ordered:
+        text = " ".join(str(row.get("statement", "")).split())
+        if text and text in seen:
+            continue
+        seen.add(text)
+        out.append(row)
+    return out, len(rows) - len(out)
+
+
 def level_records(records: list[dict[str, Any]], support: SupportModel | None) -> list[dict[str, Any]]:
     """The merged records as the level's data (`LEVEL_KEYS` only); an error when the support model reads a feature
     those keys do not hold (its verdicts on the level's data would be wrong)."""
@@ -476,6 +497,10 @@ def main(argv: list[str] | None = None, *, data_dir: Path | None = None,
     parser.add_argument("--resamples", type=int, default=RESAMPLES, help="bootstrap replicates of the agreement")
     parser.add_argument("--data-description", default=RAG_STATEMENTS_HELD_OUT,
                         help="what the held-out agreement was measured on, as the judge's figures will say it")
+    parser.add_argument("--unseen-systems", metavar="CODES",
+                        help="comma-separated system codes of --level-features the printed agreement is measured on "
+                             "(default: every system outside --features); leave out sets that are not systems "
+                             "under test, such as answers with planted errors")
     parser.add_argument("--unseen-description",
                         help="what the --level-features statements of systems outside --features are, as the judge's "
                              "figures will say it: the agreement printed with every run is then the shipped verdicts' "
@@ -497,13 +522,22 @@ def main(argv: list[str] | None = None, *, data_dir: Path | None = None,
             if judge_of(level_rows) != judge:
                 raise ValueError(f"--level-features come from {judge_of(level_rows)}, --features from {judge}: the "
                                  "level and the verdicts must read the same judge's features")
-            level = (level_name(name), *merge(level_rows, [r for p in args.level_labels for r in read_jsonl(p)]))
+            level_rows, copies = distinct_statements(level_rows, {r.get("system") or "default" for r in features})
+            merged_level, left_out = merge(level_rows, [r for p in args.level_labels for r in read_jsonl(p)])
+            if copies:
+                left_out["a copy of a statement already kept (the same text)"] += copies
+            level = (level_name(name), merged_level, left_out)
         previous = folder / name.replace(".jsonl", CALIBRATION_SUFFIX)
         if not systems and previous.is_file():
             systems = FaithfulnessCalibration.model_validate_json(previous.read_text(encoding="utf-8")).systems
         fitted = read_labelled_rows(records)
         fit_systems = {r["system"] for r in fitted}
-        unseen = [r for r in read_labelled_rows(level[1]) if r["system"] not in fit_systems] if level else []
+        measured = set(args.unseen_systems.split(",")) if args.unseen_systems else None
+        unseen = [r for r in read_labelled_rows(level[1]) if r["system"] not in fit_systems
+                  and (measured is None or r["system"] in measured)] if level else []
+        if measured and not measured <= {r["system"] for r in unseen}:
+            raise ValueError(f"--unseen-systems {sorted(measured)}: {sorted(measured - {r['system'] for r in unseen})} "
+                             "hold no labelled statement of --level-features outside --features")
         calibration = fit_calibration(fitted, model=judge[0], prompt_version=judge[1],
                                       features_version=judge[2], level_data=level[0] if level else name,
                                       fit_data=name if level else None, systems=systems,
@@ -523,6 +557,11 @@ def main(argv: list[str] | None = None, *, data_dir: Path | None = None,
     if level:
         command += (" --level-features " + " ".join(p.name for p in args.level_features)
                     + (f" --level-labels {' '.join(p.name for p in args.level_labels)}" if args.level_labels else ""))
+        # the rest of what the calibration was written with, so that the line reproduces it
+        command += "".join(f" {flag}={shlex.quote(value)}" for flag, value in (
+            ("--level-description", args.level_description), ("--unseen-systems", args.unseen_systems),
+            ("--unseen-description", args.unseen_description)) if value)
+    command += "".join(f" --system={code}={fp}" for code, fp in sorted(calibration.systems.items()))
     readme = folder / "README.md"
     text = readme.read_text(encoding="utf-8") if readme.is_file() else ""
     written = datetime.now(UTC)

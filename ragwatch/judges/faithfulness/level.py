@@ -27,6 +27,7 @@ Example:
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Mapping, Sequence
 from functools import lru_cache
@@ -134,6 +135,16 @@ def system_of(record: Mapping[str, Any]) -> str:
     return answer.split("/", 1)[0] if "/" in answer else "default"
 
 
+def calibration_identity(calibration: FaithfulnessCalibration, cal: CalibrationSet) -> str:
+    """What levelled a score: the judge model, prompt and features version, and a digest of the fitted models and
+    of the labelled data as the level read it (`cal`), so that a refit or new labels under the same names are
+    told apart."""
+    digest = hashlib.sha256(calibration.model_dump_json().encode())
+    for part in (cal.x, cal.y, cal.groups, cal.systems):
+        digest.update(np.ascontiguousarray(part).tobytes())
+    return f"{calibration.model}/{calibration.prompt_version}/{calibration.features_version}/{digest.hexdigest()[:12]}"
+
+
 @lru_cache(maxsize=8)
 def _shipped_set(name: str, support_model: str, threshold: float | None,
                  features: tuple[str, ...] = LEVEL_FEATURES) -> CalibrationSet:
@@ -239,6 +250,7 @@ def with_level(result: MetricResult, calibration: FaithfulnessCalibration | None
     if own is not None:  # the fit that gives the run's system its own shift: what its interval reaches
         details["level"]["own_system"] = {"system": system, "estimate": own.estimate, "ci": [own.ci_low, own.ci_high]}
     return result.model_copy(update={
+        "info": result.info.model_copy(update={"calibration": calibration_identity(calibration, cal)}),
         "score": level.estimate, "ci_low": level.ci_low, "ci_high": level.ci_high, "details": details, "items": scored,
         "ci_method": level_method_text(level, about=calibration.level_about,
                                        own_system=(system, own.estimate) if own is not None else None),
