@@ -331,7 +331,7 @@ def main(argv: list[str] | None = None) -> int:
     features, copies = distinct_statements([r for p in source_files for r in read_jsonl(p)], fitted)
     labels = [r for p in args.labels for r in read_jsonl(p)]
     merged, dropped = merge(features, labels)
-    dropped["a copy of a statement already kept (the same text)"] += copies
+    dropped["a copy of a statement already kept (the same text at the same lexical support)"] += copies
     records = read_labelled_rows(merged)
 
     first = unseen(calibration, records, resamples=args.resamples, transfer_resamples=args.transfer_resamples)

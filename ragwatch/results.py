@@ -107,7 +107,8 @@ class MetricInfo(BaseModel):
             ("judge model", old.judge_model, self.judge_model),
             ("prompt", old.prompt_version, self.prompt_version)) if a and b and a != b]
         if self.calibration != old.calibration and (self.calibration or old.calibration):
-            changes.append(f"calibration {old.calibration or 'not recorded'} -> {self.calibration or 'none'}")
+            changes.append(f"level calibrated by {old.calibration or 'an unrecorded calibration'} -> "
+                           f"{self.calibration or 'none'}")
         return ", ".join(changes) or None
 
 

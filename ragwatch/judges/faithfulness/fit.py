@@ -401,18 +401,21 @@ def merge(features: list[dict[str, Any]], labels: list[dict[str, Any]]) -> tuple
 
 
 def distinct_statements(rows: Sequence[dict[str, Any]], first: set[str]) -> tuple[list[dict[str, Any]], int]:
-    """The rows with one reading of each statement text, those of the systems in `first` kept before any other
-    (a planted set's untouched statements are copies of its source's, a sentence two systems share is one
-    statement: kept twice it would count as two independent readings, and a copy of a fitted statement
-    would count as unseen); and how many copies were left out."""
+    """The rows with one reading of each statement read against the same contexts, those of the systems in
+    `first` kept before any other; and how many copies were left out. A planted set's untouched statements are
+    copies of its source's (the same text, the same contexts): kept twice they would count as two independent
+    readings, and a copy of a fitted statement as unseen. The contexts are not in a feature row; its lexical
+    support reads them, so the same text at the same lexical support is taken as the same reading (the same
+    sentence against other contexts, e.g. at another top_k, is another statement)."""
     ordered = sorted(rows, key=lambda r: (r.get("system") or "default") not in first)
-    seen: set[str] = set()
+    seen: set[tuple[str, float]] = set()
     out = []
     for row in ordered:
         text = " ".join(str(row.get("statement", "")).split())
-        if text and text in seen:
+        reading = (text, round(float(row.get("lexical") or 0.0), 6))
+        if text and reading in seen:
             continue
-        seen.add(text)
+        seen.add(reading)
         out.append(row)
     return out, len(rows) - len(out)
 
@@ -525,7 +528,7 @@ def main(argv: list[str] | None = None, *, data_dir: Path | None = None,
             level_rows, copies = distinct_statements(level_rows, {r.get("system") or "default" for r in features})
             merged_level, left_out = merge(level_rows, [r for p in args.level_labels for r in read_jsonl(p)])
             if copies:
-                left_out["a copy of a statement already kept (the same text)"] += copies
+                left_out["a copy of a statement already kept (the same text at the same lexical support)"] += copies
             level = (level_name(name), merged_level, left_out)
         previous = folder / name.replace(".jsonl", CALIBRATION_SUFFIX)
         if not systems and previous.is_file():
