@@ -42,8 +42,10 @@ def table(cells: list[Cell]) -> str:
     lines = ["| judge | level | flow | width wanted | labels planned (mean) | reached / promised: mean [p5, p95] "
              "| within 20% | coverage | replicates |", "|---|---|---|---|---|---|---|---|---|"]
     for c in cells:
-        lines.append(f"| {c.judge} | {c.level:.1f} | {c.flow} | {c.width:.2f} | {c.labels:.1f} | {c.ratio_mean:.3f} "
-                     f"[{c.ratio_p05:.3f}, {c.ratio_p95:.3f}] | {c.within:.2f} | {c.coverage:.3f} | {c.reps}"
+        measured = ("no replicate could be planned | - | - | - | - " if c.labels is None else
+                    f"{c.labels:.1f} | {c.ratio_mean:.3f} [{c.ratio_p05:.3f}, {c.ratio_p95:.3f}] | {c.within:.2f} | "
+                    f"{c.coverage:.3f} ")
+        lines.append(f"| {c.judge} | {c.level:.1f} | {c.flow} | {c.width:.2f} | {measured}| {c.reps}"
                      + (f" ({c.infeasible} infeasible)" if c.infeasible else "") + " |")
     return "\n".join(lines)
 

@@ -111,18 +111,19 @@ def label_draw(result: MetricResult, pop: Population, n: int, seed: int) -> dict
 
 @dataclass
 class Cell:
-    """One judge, level and flow over the replicates: labels planned, width reached / promised, coverage."""
+    """One judge, level and flow over the replicates: labels planned, width reached / promised, coverage. The
+    measures are None when no replicate could be planned (`reps` 0: every one is counted in `infeasible`)."""
 
     judge: str
     level: float
     flow: str
     width: float
-    labels: float  # mean labels planned
-    ratio_mean: float
-    ratio_p05: float
-    ratio_p95: float
-    within: float  # share of replicates whose width is within 20% of the promise
-    coverage: float
+    labels: float | None  # mean labels planned
+    ratio_mean: float | None
+    ratio_p05: float | None
+    ratio_p95: float | None
+    within: float | None  # share of replicates whose width is within 20% of the promise
+    coverage: float | None
     infeasible: int  # replicates where no count gave the width
     reps: int
 
@@ -152,12 +153,11 @@ def simulate(judge_name: str, level: float, *, width: float, items: int, reps: i
     cells = []
     for flow, rows in out.items():
         ratios = np.array([r[1] for r in rows])
-        cells.append(Cell(judge=judge_name, level=level, flow=flow, width=width,
-                          labels=float(np.mean([r[0] for r in rows])) if rows else float("nan"),
-                          ratio_mean=float(ratios.mean()) if rows else float("nan"),
-                          ratio_p05=float(np.quantile(ratios, 0.05)) if rows else float("nan"),
-                          ratio_p95=float(np.quantile(ratios, 0.95)) if rows else float("nan"),
-                          within=float((np.abs(ratios - 1) <= WITHIN).mean()) if rows else float("nan"),
-                          coverage=float(np.mean([r[2] for r in rows])) if rows else float("nan"),
+        measures = dict(labels=float(np.mean([r[0] for r in rows])), ratio_mean=float(ratios.mean()),
+                        ratio_p05=float(np.quantile(ratios, 0.05)), ratio_p95=float(np.quantile(ratios, 0.95)),
+                        within=float((np.abs(ratios - 1) <= WITHIN).mean()),
+                        coverage=float(np.mean([r[2] for r in rows]))) if rows else dict.fromkeys(
+            ("labels", "ratio_mean", "ratio_p05", "ratio_p95", "within", "coverage"))
+        cells.append(Cell(judge=judge_name, level=level, flow=flow, width=width, **measures,
                           infeasible=skipped[flow], reps=len(rows)))
     return cells

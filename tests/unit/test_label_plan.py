@@ -173,3 +173,12 @@ def test_labels_on_other_answers_are_not_used(monkeypatch):
               for i in list(bench.label_draw(result, pop, 20, seed=0))}
     plan = plan_width(result, 0.2, labels=labels)
     assert plan.labels_given == 0 and plan.errors.basis == "calibration" and plan.bought is None
+
+
+def test_a_flow_with_no_plannable_replicate_has_no_measures_and_the_table_says_so():
+    from benchmarks.label_plan_accuracy import table
+    from ragwatch.simulation.label_plan import Cell
+
+    cell = Cell(judge="j", level=0.5, flow="pilot", width=0.05, labels=None, ratio_mean=None, ratio_p05=None,
+                ratio_p95=None, within=None, coverage=None, infeasible=3, reps=0)
+    assert "no replicate could be planned" in table([cell]) and "3 infeasible" in table([cell])
