@@ -214,8 +214,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     records = load(args.statements, args.features)
-    judge, llm = shipped_judge(args.config)
-    llm.settings = llm.settings.model_copy(update={"cache": True})  # a rerun is free
+    judge, llm = shipped_judge(args.config, cache=True)  # a rerun is free
     from ragwatch.judges.faithfulness.level import verdict_of
 
     model = judge.verifier.support_model

@@ -103,8 +103,7 @@ def main(argv: list[str] | None = None) -> int:
 
     records, _ = load(DATA)
     sources = [r for r in records if r["kind"] in ("-", "untouched")]
-    _, llm = shipped_judge(args.config)
-    llm.settings = llm.settings.model_copy(update={"cache": True})  # a rerun is free
+    _, llm = shipped_judge(args.config, cache=True)  # a rerun is free
     lines = [f"{len(sources)} labelled statements with no planted error; judge {llm.settings.model}, "
              f"cut-off P(same) >= {SAME_CUTOFF}", "",
              "| family | reader says | pairs | skeleton: changed | asked the judge | called same [95%] | "

@@ -73,10 +73,11 @@ def load_answers(path: Path, system: str | None = None) -> list[dict[str, Any]]:
     return list(answers.values())
 
 
-def shipped_judge(config_path: Path) -> tuple[FaithfulnessJudge, Any]:
-    """The faithfulness judge as `run.py evaluate` builds it from `config_path`, and its client (cache off)."""
+def shipped_judge(config_path: Path, *, cache: bool = False) -> tuple[FaithfulnessJudge, Any]:
+    """The faithfulness judge as `run.py evaluate` builds it from `config_path`, and its client (the LLM cache
+    off unless `cache`: a rerun is then free, and its seconds are not timings)."""
     judges = load_config(config_path, FullConfig).evaluate.judges
-    settings = judges.llm.model_copy(update={"cache": False, "timeout_s": 1800})
+    settings = judges.llm.model_copy(update={"cache": cache, "timeout_s": 1800})
     llm = LLMClient(settings)
     config = judges.model_copy(update={"enabled": ["faithfulness"], "llm": settings})
     (judge,) = build_judges(config, llm)
