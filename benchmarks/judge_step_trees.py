@@ -206,11 +206,10 @@ def main(argv: list[str] | None = None) -> int:
         return child(args.child)
     if not args.old:
         parser.error("--old REV is required (the revision to compare the judge step with)")
-    answers = load_answers(args.answers)
+    answers = load_answers(args.answers)[: args.limit]  # a limit of None keeps every answer
     if len(answers) < 2:
-        raise SystemExit(f"{args.answers}: {len(answers)} answer(s); two halves need at least two")
-    if args.limit:
-        answers = answers[: args.limit]
+        raise SystemExit(f"{args.answers}: {len(answers)} answer(s) to judge (--limit {args.limit}); "
+                         "two halves need at least two")
     half = len(answers) // 2
     parts = {"A": answers[:half], "B": answers[half:]}
     given = argv if argv is not None else sys.argv[1:]

@@ -55,13 +55,22 @@ ANTONYMS_2 = (("open", "close"), ("higher", "lower"), ("success", "failure"), ("
               ("above", "below"), ("inside", "outside"), ("latest", "oldest"), ("single", "multiple"),
               ("simple", "complex"), ("easy", "hard"), ("stores", "discards"), ("runs", "skips"),
               ("supports", "lacks"), ("better", "worse"), ("early", "late"), ("cheap", "expensive"),
-              ("useful", "useless"), ("specific", "generic"), ("new", "old"), ("shared", "private"))
+              ("useful", "useless"), ("specific", "generic"), ("newest", "oldest"), ("shared", "private"))
 _WORD = re.compile(r"\b[a-z]{4,}\b")
+# code, links and citation markers: not prose a reader reads as a claim's words
+_NOT_PROSE = re.compile(r"```.*?(?:```|$)|`[^`\n]*`|\[[^\]]*\]\([^)]*\)|\[\d+\][^\n]*?:"
+                        r"|--[\w-]+(?:=\S+)?|\S+/\S+", re.S)
+
+
+def prose_words(statement: str) -> list[re.Match[str]]:
+    """The lower-case words of the statement outside code, links, flags, paths and citation markers."""
+    spans = [m.span() for m in _NOT_PROSE.finditer(statement)]
+    return [m for m in _WORD.finditer(statement) if not any(a <= m.start() < b for a, b in spans)]
 
 
 def antonym_2(statement: str, rng: random.Random) -> str | None:
     """One word of `ANTONYMS_2` in the statement replaced by its opposite (either way round)."""
-    found = [(m, b if m.group() == a else a) for m in _WORD.finditer(statement) for a, b in ANTONYMS_2
+    found = [(m, b if m.group() == a else a) for m in prose_words(statement) for a, b in ANTONYMS_2
              if m.group() in (a, b)]
     if not found:
         return None
@@ -70,17 +79,21 @@ def antonym_2(statement: str, rng: random.Random) -> str | None:
 
 
 def other_word(statement: str, contexts: list[str], rng: random.Random) -> str | None:
-    """A lower-case content word replaced by another content word of the contexts that the statement lacks:
-    a word for another thing, not a name or number (the skeleton cannot see it)."""
-    own = [m for m in _WORD.finditer(statement) if m.group() not in STOPWORDS]
-    pool = sorted({w for c in contexts for w in _WORD.findall(c) if w not in STOPWORDS} - set(statement.split()))
-    if not own or not pool:
+    """A lower-case content word of the statement's prose replaced by another content word of the contexts
+    that the statement lacks and that does not share its first five letters (not the same word in another
+    form): a word for another thing, not a name or number (the skeleton cannot see it). Some such swaps are
+    ungrammatical; a reader still reads another claim."""
+    own = [m for m in prose_words(statement) if m.group() not in STOPWORDS]
+    have = set(_WORD.findall(statement))
+    pool = sorted({w for c in contexts for w in _WORD.findall(c) if w not in STOPWORDS} - have)
+    if not own:
         return None
     m = rng.choice(own)
-    return statement[:m.start()] + rng.choice(pool) + statement[m.end():]
+    pool = [w for w in pool if w[:5] != m.group()[:5]]
+    return statement[:m.start()] + rng.choice(pool) + statement[m.end():] if pool else None
 
 
-def families(seed: int) -> dict[str, tuple[bool, Callable[[dict[str, Any], random.Random], str | None]]]:
+def families() -> dict[str, tuple[bool, Callable[[dict[str, Any], random.Random], str | None]]]:
     """name -> (a reader calls it the same claim, how to make the new statement from a record)."""
     out: dict[str, tuple[bool, Callable[[dict[str, Any], random.Random], str | None]]] = {
         "rewording: restyle (gate_power)": (True, lambda r, _: reword(STYLE_1, r["statement"])),
@@ -102,13 +115,15 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     records, _ = load(DATA)
-    sources = [r for r in records if r["kind"] in ("-", "untouched")]
+    # one reading of each statement: the planted sets' untouched statements are copies of their sources'
+    sources = list({r["statement"]: r for r in records if r["kind"] == "-"}.values())
     _, llm = shipped_judge(args.config, cache=True)  # a rerun is free
-    lines = [f"{len(sources)} labelled statements with no planted error; judge {llm.settings.model}, "
+    lines = [f"{len(sources)} distinct labelled statements with no planted error; judge {llm.settings.model}, "
              f"cut-off P(same) >= {SAME_CUTOFF}", "",
              "| family | reader says | pairs | skeleton: changed | asked the judge | called same [95%] | "
-             f"called same at P >= {' / '.join(map(str, CUTOFFS))} | s per call |", "|---|---|---|---|---|---|---|---|"]
-    for name, (same, make) in families(args.seed).items():
+             f"called same at P >= {' / '.join(map(str, CUTOFFS))} | s per call (-: from the LLM cache) |",
+             "|---|---|---|---|---|---|---|---|"]
+    for name, (same, make) in families().items():
         pairs = []
         for r in random.Random(f"{args.seed}/{name}").sample(sources, len(sources)):
             new = make(r, random.Random(f"{args.seed}/{name}/{r['statement_id']}"))
@@ -117,7 +132,8 @@ def main(argv: list[str] | None = None) -> int:
             if len(pairs) == args.n:
                 break
         start = time.perf_counter()
-        p_same, _ = drive(rewording_plan(pairs), llm)
+        p_same, gens = drive(rewording_plan(pairs), llm)
+        fresh = not any(g.cached for g in gens)
         seconds = time.perf_counter() - start
         skeleton = sum(not same_skeleton(a, b) for a, b in pairs)
         asked = len(pairs) - skeleton
@@ -126,7 +142,7 @@ def main(argv: list[str] | None = None) -> int:
         lines.append(f"| {name} | {'same' if same else 'changed'} | {len(pairs)} | {skeleton} | {asked}"
                      f"{f' ({undecided} no verdict)' if undecided else ''} | {share(called, len(pairs))} | "
                      + " / ".join(str(sum(p is not None and p >= c for p in p_same)) for c in CUTOFFS)
-                     + f" | {seconds / asked if asked else 0:.2f} |")
+                     + f" | {f'{seconds / asked:.2f}' if asked and fresh else '-' if asked else '0'} |")
         wrong = [(a, b, p) for (a, b), p in zip(pairs, p_same, strict=True)
                  if (p is not None and p >= SAME_CUTOFF) != same][:2]
         for a, b, p in wrong:

@@ -51,6 +51,10 @@ def test_the_skeleton_keeps_terms_order_and_negations() -> None:
     assert not same_skeleton(OLD, "ZenML doesn't provide a `Client` that allows you to list 3 stacks.")
     assert not same_skeleton("Airflow runs before ZenML.", "ZenML runs before Airflow.")  # terms moved
     assert same_skeleton("It does not run.", "It doesn't run.")  # a contraction keeps the negation
+    # a term is found as a whole word ("ai" is not inside "contains"), and every time it occurs
+    assert same_skeleton("It contains a Vertex AI job.", "It includes a Vertex AI job.")
+    assert not same_skeleton("Airflow triggers ZenML, and ZenML then calls Airflow.",
+                             "ZenML triggers Airflow, and Airflow then calls ZenML.")
 
 
 def test_the_prompt_lists_each_change() -> None:

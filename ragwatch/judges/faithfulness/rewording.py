@@ -12,9 +12,9 @@ falls when the words change). Two checks, in order:
    says whether every change keeps the meaning; P(yes) is read at its verdict token.
 
 Measured, not wired into the gate (`benchmarks/rewording_check.py`, `benchmarks/results/rewording_check.md`):
-the skeleton catches names, numbers and negations, but the shipped local judge calls an antonym or a word
-for another thing "the same" about as often as a real rewording, at every cut-off, so a gate that trusted
-it would pass changed claims.
+the skeleton catches names, numbers and negations, but the shipped local judge separates the rest too
+weakly: at a cut-off where it calls the same claim of almost no antonym or other word, it also turns most
+real rewordings away.
 
 Example:
     >>> same_skeleton("ZenML provides 3 stacks.", "ZenML offers 3 stacks.")
@@ -53,11 +53,12 @@ REWORDING_SYSTEM = (
 
 
 def claim_terms(statement: str) -> list[str]:
-    """The statement's names, numbers, identifiers and quoted strings, lower-cased, in order of appearance."""
+    """The statement's names, numbers, identifiers and quoted strings, lower-cased, every occurrence (as a
+    whole word, not inside another) in order of appearance."""
     text = statement.lower()
     terms = {t.lower() for t in [*names(statement), *quoted(statement)]} | key_terms(statement)
-    found = [(text.find(t), t) for t in terms]
-    return [t for _, t in sorted(found)]
+    found = [(m.start(), -len(t), t) for t in terms for m in re.finditer(rf"(?<!\w){re.escape(t)}(?!\w)", text)]
+    return [t for *_, t in sorted(found)]
 
 
 def negations(statement: str) -> int:
