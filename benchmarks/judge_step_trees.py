@@ -44,19 +44,16 @@ def load_answers(path: Path) -> list[dict[str, Any]]:
     """One answer per item of the statements file (its rows are statements): question, answer, contexts."""
     if not path.is_file():
         raise SystemExit(f"{path} not found: run this from a ragwatch checkout")
-    items: dict[str, dict[str, Any]] = {}
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-        if not line.strip():
-            continue
-        row = json.loads(line)
-        sources = row.get("context_sources") or [None] * len(row["contexts"])
-        answer = {"id": row["item_id"], "question": row["question"], "answer": row["answer"],
-                  "contexts": [{"text": text, "source": source}
-                               for text, source in zip(row["contexts"], sources, strict=True)]}
-        seen = items.setdefault(row["item_id"], answer)
-        if seen != answer:
-            raise SystemExit(f"{path}:{number}: item {row['item_id']} has two different answers or context sets")
-    return list(items.values())
+    from statement_features import load_answers as statement_answers  # the parent's only: it imports ragwatch
+
+    out = []
+    for answer in statement_answers(path):
+        row = answer["rows"][0]
+        sources = row.get("context_sources") or [None] * len(answer["contexts"])
+        out.append({"id": answer["id"], "question": answer["question"], "answer": row["answer"],
+                    "contexts": [{"text": text, "source": source}
+                                 for text, source in zip(answer["contexts"], sources, strict=True)]})
+    return out
 
 
 def worktree(revision: str, where: Path) -> tuple[Path, str]:

@@ -32,9 +32,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from gate_power import _STYLE as STYLE_1
 from planted_errors import PLANTS, plant, share
-from reader_features import STYLE_2, load, reword
+from reader_features import REWORDINGS, load, reword
 from statement_features import shipped_judge
 
 from ragwatch.judges.engine import drive
@@ -96,9 +95,8 @@ def other_word(statement: str, contexts: list[str], rng: random.Random) -> str |
 def families() -> dict[str, tuple[bool, Callable[[dict[str, Any], random.Random], str | None]]]:
     """name -> (a reader calls it the same claim, how to make the new statement from a record)."""
     out: dict[str, tuple[bool, Callable[[dict[str, Any], random.Random], str | None]]] = {
-        "rewording: restyle (gate_power)": (True, lambda r, _: reword(STYLE_1, r["statement"])),
-        "rewording: second list": (True, lambda r, _: reword(STYLE_2, r["statement"])),
-    }
+        f"rewording: {name}": (True, lambda r, _, pairs=pairs: reword(pairs, r["statement"]))
+        for name, pairs in REWORDINGS.items()}
     for kind in PLANTS:
         out[f"changed: {kind}"] = (False, lambda r, rng, kind=kind: plant(kind, r["statement"], r["contexts"], rng))
     out["changed: an antonym of a second list"] = (False, lambda r, rng: antonym_2(r["statement"], rng))
